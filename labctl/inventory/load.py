@@ -211,10 +211,16 @@ def read_inventory(path: str | Path) -> tuple[InventorySpec, dict[Loc, int], str
     return spec, lines, shown, raw
 
 
-def load_lab(path: str | Path | None = None, configuration: str | None = None) -> Lab:
-    """Load, validate and resolve an inventory file into one configuration of the lab."""
+def load_lab(
+    path: str | Path | None = None, configuration: str | None = None, *, every_machine: bool = False
+) -> Lab:
+    """Load, validate and resolve an inventory file into one configuration of the lab.
+
+    ``every_machine`` keeps machines that only other configurations use (the simulator runs every
+    box in the file, as a real lab has them all racked, whichever configuration is active).
+    """
     spec, lines, shown, raw = read_inventory(path or default_lab_file())
-    return resolve(spec, lines, shown, raw, configuration)
+    return resolve(spec, lines, shown, raw, configuration, every_machine=every_machine)
 
 
 class _Collector:
@@ -228,7 +234,13 @@ class _Collector:
 
 
 def resolve(
-    spec: InventorySpec, lines: dict[Loc, int], shown: str, raw: bytes, configuration: str | None = None
+    spec: InventorySpec,
+    lines: dict[Loc, int],
+    shown: str,
+    raw: bytes,
+    configuration: str | None = None,
+    *,
+    every_machine: bool = False,
 ) -> Lab:
     c = _Collector(shown, lines)
     networks = {}
@@ -283,7 +295,7 @@ def resolve(
                     f"unknown configuration {name!r}",
                     f"declare it under configurations: or use one of {', '.join(config_names)}",
                 )
-        return not wanted or chosen in wanted
+        return every_machine or not wanted or chosen in wanted
 
     def add_machine(m: Machine, loc: Loc) -> None:
         if m.name in machines:
