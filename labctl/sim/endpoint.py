@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
+from labctl.clock import LabClock
 from labctl.errors import BadInputError
+from labctl.inventory.model import Lab
+from labctl.sim.faults import FaultBook
+from labctl.sim.twin.interface import LabTwin
 
 
 @dataclass(frozen=True)
@@ -35,3 +41,20 @@ class PortInUseError(BadInputError):
         )
         self.host = host
         self.port = port
+
+
+@dataclass
+class SimContext:
+    """Everything an endpoint builder needs. Builders have the signature
+    ``build_endpoints(ctx: SimContext) -> list[SimEndpoint]`` (one module per protocol)."""
+
+    lab: Lab  # loaded with every_machine=True: every box in the file is simulated
+    twin: LabTwin
+    faults: FaultBook
+    clock: LabClock
+    state_dir: Path  # run-time folder for certificates, host keys, logs (never committed)
+    secrets: Mapping[str, str] = field(default_factory=dict)  # credential ref -> value the sim accepts
+
+    def credential(self, ref: str | None) -> str | None:
+        """The value the simulated endpoint accepts for a credential reference."""
+        return self.secrets.get(ref) if ref else None
