@@ -1,4 +1,10 @@
-"""Load `hardware/*.yaml` into a resolved :class:`Lab`, with errors that name file, line and item."""
+"""Load `hardware/*.yaml` into a resolved :class:`Lab`, with errors that name file, line and item.
+
+Two passes, so that one run of `labctl inventory validate` reports every problem at once:
+:func:`read_inventory` parses YAML (remembering the line of every item) and type-checks it against
+the spec models; :func:`resolve` expands ranges and checks what types cannot (duplicates, unknown
+references, RAID geometry, which configuration applies).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import hashlib
 import ipaddress
 import types
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -24,21 +31,28 @@ from labctl.inventory.model import (
     Machine,
     MachineKind,
     MachineRole,
+    Network,
+    Share,
+    StorageArray,
+    VCenter,
 )
 from labctl.inventory.ranges import RangeError, expand_ips, expand_macs, expand_names, normalise_mac
 
 Loc = tuple[str | int, ...]
 
-# RAID level -> (minimum disks, rule the count must satisfy, how to say it)
-_RAID_RULES: dict[int, tuple[int, typing.Callable[[int], bool], str]] = {
-    0: (1, lambda n: n >= 1, "at least 1 disk"),
-    1: (2, lambda n: n == 2, "exactly 2 disks"),
-    5: (3, lambda n: n >= 3, "at least 3 disks"),
-    6: (4, lambda n: n >= 4, "at least 4 disks"),
-    10: (4, lambda n: n >= 4 and n % 2 == 0, "an even number of disks, at least 4"),
-    50: (6, lambda n: n >= 6 and n % 2 == 0, "an even number of disks, at least 6"),
-    60: (8, lambda n: n >= 8 and n % 2 == 0, "an even number of disks, at least 8"),
+# RAID level -> (rule the disk count must satisfy, how to say it)
+_RAID_RULES: dict[int, tuple[typing.Callable[[int], bool], str]] = {
+    0: (lambda n: n >= 1, "at least 1 disk"),
+    1: (lambda n: n == 2, "exactly 2 disks"),
+    5: (lambda n: n >= 3, "at least 3 disks"),
+    6: (lambda n: n >= 4, "at least 4 disks"),
+    10: (lambda n: n >= 4 and n % 2 == 0, "an even number of disks, at least 4"),
+    50: (lambda n: n >= 6 and n % 2 == 0, "an even number of disks, at least 6"),
+    60: (lambda n: n >= 8 and n % 2 == 0, "an even number of disks, at least 8"),
 }
+
+# Fields that hold credential references: their input is never echoed, in case it is a real secret.
+_CREDENTIAL_FIELDS = frozenset({"password", "key_file"})
 
 
 def default_lab_file() -> Path:
@@ -49,20 +63,27 @@ def default_lab_file() -> Path:
 # --- YAML with line numbers -----------------------------------------------------------------------
 
 
-def _line_map(node: yaml.Node, loc: Loc, out: dict[Loc, int]) -> None:
+def _line_map(node: yaml.Node, loc: Loc, out: dict[Loc, int], dup_keys: list[tuple[Loc, int, int]]) -> None:
+    """Record the 1-based line of every item; note mapping keys written twice (YAML keeps the last)."""
     out[loc] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
+        first_line: dict[Any, int] = {}
         for key_node, value_node in node.value:
             key = key_node.value
-            out[(*loc, key)] = key_node.start_mark.line + 1
-            _line_map(value_node, (*loc, key), out)
-            out[(*loc, key)] = key_node.start_mark.line + 1
+            line = key_node.start_mark.line + 1
+            if isinstance(key, str) and key in first_line:
+                dup_keys.append(((*loc, key), line, first_line[key]))
+            first_line.setdefault(key, line)
+            _line_map(value_node, (*loc, key), out, dup_keys)
+            # an error about a key's value points at the key's line, not at the value's first child
+            out[(*loc, key)] = line
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _line_map(item, (*loc, i), out)
+            _line_map(item, (*loc, i), out, dup_keys)
 
 
 def _line_of(lines: dict[Loc, int], loc: Loc) -> int | None:
+    """The line of ``loc``, or of its nearest written ancestor (a missing key has no line)."""
     for n in range(len(loc), -1, -1):
         if loc[:n] in lines:
             return lines[loc[:n]]
@@ -79,7 +100,7 @@ def _path(loc: Loc) -> str:
     return out
 
 
-# --- did-you-mean for unknown keys ----------------------------------------------------------------
+# --- pydantic errors as plain words ---------------------------------------------------------------
 
 
 def _unwrap(tp: Any) -> Any:
@@ -99,6 +120,7 @@ def _unwrap(tp: Any) -> Any:
 
 
 def _fields_at(loc: Loc) -> list[str]:
+    """The keys the spec allows at ``loc`` (for did-you-mean on unknown keys)."""
     current: Any = InventorySpec
     for part in loc:
         if isinstance(current, tuple) and current[0] == "dict":
@@ -117,35 +139,81 @@ def _fields_at(loc: Loc) -> list[str]:
     return []
 
 
+# pydantic error type -> (what the value should be, how to write it)
+_EXPECTED: dict[str, tuple[str, str]] = {
+    "int_type": ("a whole number", "write digits only, e.g. 4"),
+    "int_parsing": ("a whole number", "write digits only, e.g. 4"),
+    "int_from_float": ("a whole number", "drop the fraction"),
+    "float_type": ("a number", "write e.g. 2.33, without units"),
+    "float_parsing": ("a number", "write e.g. 2.33, without units"),
+    "bool_type": ("true or false", "write true or false"),
+    "bool_parsing": ("true or false", "write true or false"),
+    "string_type": ("text", 'quote the value, e.g. "10"'),
+    "tuple_type": ("a list", "write [a, b] or one '- item' per line"),
+    "list_type": ("a list", "write [a, b] or one '- item' per line"),
+    "model_type": ("a mapping", "write key: value lines indented under it, or {key: value}"),
+    "model_attributes_type": ("a mapping", "write key: value lines indented under it, or {key: value}"),
+    "dict_type": ("a mapping", "write key: value lines indented under it, or {key: value}"),
+}
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if value is None:
+        return "nothing (an empty value)"
+    return repr(value)
+
+
 def _describe(err: Any, loc: Loc) -> tuple[str, str]:
+    """One pydantic error as (what is wrong, how to fix it), in the inventory's own words."""
     kind = err["type"]
+    ctx = err.get("ctx") or {}
+    field = str(loc[-1]) if loc and isinstance(loc[-1], str) else ""
+    secret = field in _CREDENTIAL_FIELDS
+    got = "" if secret else f", got {_shown(err.get('input'))}"
     if kind == "extra_forbidden":
-        key = str(loc[-1])
         allowed = _fields_at(loc[:-1])
-        close = difflib.get_close_matches(key, allowed, n=1)
+        close = difflib.get_close_matches(field, allowed, n=1)
         fix = f"did you mean {close[0]!r}?" if close else f"allowed keys: {', '.join(allowed)}"
-        return f"unknown key {key!r}", fix
+        return f"unknown key {field!r}", fix
     if kind == "missing":
-        return "required key is missing", f"add {loc[-1]}:"
-    if kind in ("greater_than", "greater_than_equal"):
-        return f"must be positive, got {err.get('input')!r}", "give a number greater than zero"
-    if kind == "enum" or kind == "literal_error":
-        expected = err.get("ctx", {}).get("expected", "")
-        if loc and loc[-1] == "kind" and len(loc) >= 2 and loc[0] == "storage":
-            return (
-                f"unsupported storage array kind {err.get('input')!r}",
-                f"supported kinds: {', '.join(SUPPORTED_STORAGE_KINDS)}",
-            )
-        return f"{err.get('input')!r} is not allowed", f"use one of {expected}"
-    if kind == "string_pattern_mismatch" and loc and loc[-1] in ("password", "key_file"):
+        return f"required key {field!r} is missing", f"add {field}:"
+    if secret and kind in ("string_pattern_mismatch", "string_type"):
         return (
             "a credential must be a reference, not a value",
-            "write env:VARIABLE_NAME or secret:KEY (the secrets file is named by $LABCTL_SECRETS_FILE)",
+            "write env:VARIABLE_NAME, or secret:KEY for a key in the file that $LABCTL_SECRETS_FILE names",
         )
-    msg = err["msg"]
-    return f"{msg}, got {err.get('input')!r}" if "input" in err and not isinstance(
-        err.get("input"), dict | list
-    ) else msg, "see hardware/sim-2007.yaml for a complete example"
+    if kind in _EXPECTED:
+        what, fix = _EXPECTED[kind]
+        return f"expected {what}{got}", fix
+    if kind == "greater_than" and ctx.get("gt") == 0:
+        return f"must be greater than zero{got}", "give a positive figure"
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        bound = {
+            "greater_than": f"greater than {ctx.get('gt')}",
+            "greater_than_equal": f"at least {ctx.get('ge')}",
+            "less_than": f"less than {ctx.get('lt')}",
+            "less_than_equal": f"at most {ctx.get('le')}",
+        }[kind]
+        return f"must be {bound}{got}", f"give a value {bound}"
+    if kind == "too_short":
+        return "must not be empty", f"give at least {ctx.get('min_length', 1)} item(s)"
+    if kind in ("enum", "literal_error"):
+        if field == "kind" and loc and loc[0] == "storage":
+            return (
+                f"unsupported storage array kind {_shown(err.get('input'))}",
+                f"supported kinds: {', '.join(SUPPORTED_STORAGE_KINDS)}",
+            )
+        expected = str(ctx.get("expected", ""))
+        choices = [c.strip(" '") for c in expected.replace(" or ", ", ").split(",") if c.strip()]
+        close = difflib.get_close_matches(str(err.get("input")), choices, n=1)
+        fix = f"did you mean {close[0]!r}?" if close else f"use one of {expected}"
+        return f"{field or 'value'} {_shown(err.get('input'))} is not allowed", fix
+    message = str(err["msg"])
+    return f"{message[0].lower()}{message[1:]}{got}", "see hardware/sim-2007.yaml for a complete example"
 
 
 # --- loading -------------------------------------------------------------------------------------
@@ -165,14 +233,15 @@ def read_inventory(path: str | Path) -> tuple[InventorySpec, dict[Loc, int], str
                     None,
                     "",
                     "file not found",
-                    "check the path, or run `labctl inventory validate` "
-                    "with no argument for the default simulated lab",
+                    "check the path, or give no file to use the default simulated lab hardware/sim-2007.yaml",
                 )
             ]
         ) from None
+    except IsADirectoryError:
+        raise InventoryError([Problem(shown, None, "", "is a folder", "name a .yaml file in it")]) from None
     except OSError as exc:
         raise InventoryError(
-            [Problem(shown, None, "", f"cannot read file: {exc.strerror}", "check permissions")]
+            [Problem(shown, None, "", f"cannot read file: {exc.strerror}", "check its permissions")]
         ) from None
     text = raw.decode("utf-8", errors="replace")
     try:
@@ -182,6 +251,10 @@ def read_inventory(path: str | Path) -> tuple[InventorySpec, dict[Loc, int], str
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context = getattr(exc, "context", None)
+        context_mark = getattr(exc, "context_mark", None)
+        if context and context_mark is not None and context_mark.line + 1 != line:
+            problem += f", {context} at line {context_mark.line + 1}"
         raise InventoryError(
             [
                 Problem(
@@ -189,7 +262,7 @@ def read_inventory(path: str | Path) -> tuple[InventorySpec, dict[Loc, int], str
                     line,
                     "",
                     f"YAML syntax error: {problem}",
-                    "fix the indentation or quoting on that line",
+                    "check the indentation, brackets and quoting on this line and the one before",
                 )
             ]
         ) from None
@@ -198,16 +271,27 @@ def read_inventory(path: str | Path) -> tuple[InventorySpec, dict[Loc, int], str
             [Problem(shown, 1, "", "the file is not a YAML mapping", "start with `lab:` and `networks:`")]
         )
     lines: dict[Loc, int] = {}
-    _line_map(node, (), lines)
+    dup_keys: list[tuple[Loc, int, int]] = []
+    _line_map(node, (), lines, dup_keys)
+    problems = [
+        Problem(
+            shown,
+            line,
+            _path(loc),
+            f"key {loc[-1]!r} is written twice",
+            f"it is also at line {first}; YAML would silently keep only the last, so remove one",
+        )
+        for loc, line, first in dup_keys
+    ]
     try:
         spec = InventorySpec.model_validate(data)
     except ValidationError as exc:
-        problems = []
         for err in exc.errors():
             loc = tuple(err["loc"])
             message, fix = _describe(err, loc)
             problems.append(Problem(shown, _line_of(lines, loc), _path(loc), message, fix))
-        raise InventoryError(problems) from None
+    if problems:
+        raise InventoryError(sorted(problems, key=lambda p: p.line or 0))
     return spec, lines, shown, raw
 
 
@@ -223,6 +307,26 @@ def load_lab(
     return resolve(spec, lines, shown, raw, configuration, every_machine=every_machine)
 
 
+def validate_file(path: str | Path | None = None, configuration: str | None = None) -> Lab:
+    """Like :func:`load_lab`, but also checks every other configuration the file declares.
+
+    A problem that only shows in the HA configuration (say, a misspelt NAS volume) is found by
+    `labctl inventory validate` before a nightly HA run trips over it.
+    """
+    spec, lines, shown, raw = read_inventory(path or default_lab_file())
+    problems: list[Problem] = []
+    labs: list[Lab] = []
+    others = [name for name in spec.configurations if name != configuration]
+    for name in [configuration, *others]:  # the asked-for (or default) configuration first
+        try:
+            labs.append(resolve(spec, lines, shown, raw, name))
+        except InventoryError as exc:
+            problems.extend(p for p in exc.problems if p not in problems)
+    if problems:
+        raise InventoryError(sorted(problems, key=lambda p: p.line or 0))
+    return labs[0]
+
+
 class _Collector:
     def __init__(self, file: str, lines: dict[Loc, int]):
         self.file = file
@@ -230,7 +334,29 @@ class _Collector:
         self.problems: list[Problem] = []
 
     def add(self, loc: Loc, message: str, fix: str = "") -> None:
-        self.problems.append(Problem(self.file, _line_of(self.lines, loc), _path(loc), message, fix))
+        problem = Problem(self.file, _line_of(self.lines, loc), _path(loc), message, fix)
+        if problem not in self.problems:
+            self.problems.append(problem)
+
+
+@dataclass
+class _Declared:
+    """A machine as declared, before configurations are applied."""
+
+    machine: Machine
+    loc: Loc  # the spec entry (a range declares many machines at one loc)
+    present: bool  # in the configuration being resolved
+
+
+def _did_you_mean(name: str, known: typing.Iterable[str], otherwise: str) -> str:
+    by_lower = {k.lower(): k for k in known}  # 'HA' should suggest 'ha'
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1)
+    return f"did you mean {by_lower[close[0]]!r}?" if close else otherwise
+
+
+def _declare_hint(section: str, known: typing.Iterable[str]) -> str:
+    names = ", ".join(known)
+    return f"declare it under {section}:" + (f", or use one of: {names}" if names else "")
 
 
 def resolve(
@@ -242,50 +368,26 @@ def resolve(
     *,
     every_machine: bool = False,
 ) -> Lab:
+    """Expand ranges, apply one configuration and check cross-references; raise every problem at once."""
     c = _Collector(shown, lines)
-    networks = {}
-    for i, net in enumerate(spec.networks):
-        loc: Loc = ("networks", i)
-        if net.name in networks:
-            c.add((*loc, "name"), f"duplicate network name {net.name!r}", "give each network its own name")
-        try:
-            subnet = ipaddress.ip_network(net.subnet, strict=False)
-        except ValueError:
-            c.add((*loc, "subnet"), f"malformed subnet {net.subnet!r}", "write CIDR, e.g. 10.0.0.0/24")
-            subnet = None
-        try:
-            bcast = ipaddress.ip_address(net.broadcast)
-            if subnet is not None and bcast not in subnet:
-                c.add(
-                    (*loc, "broadcast"),
-                    f"broadcast {net.broadcast} is outside {net.subnet}",
-                    f"use {subnet.broadcast_address}",
-                )
-        except ValueError:
-            c.add((*loc, "broadcast"), f"malformed IP address {net.broadcast!r}", "write e.g. 10.0.0.255")
-        networks[net.name] = net
+    networks = _networks(c, spec)
 
-    # which configuration applies
     config_names = tuple(spec.configurations)
     chosen = configuration or spec.default_configuration or (config_names[0] if config_names else None)
+    choices = ", ".join(config_names) or "none declared"
     if configuration and configuration not in spec.configurations:
         c.add(
             ("configurations",),
             f"unknown configuration {configuration!r}",
-            f"choose one of: {', '.join(config_names) or '(none declared)'}",
+            _did_you_mean(configuration, config_names, f"choose one of: {choices}"),
         )
         chosen = None
     if spec.default_configuration and spec.default_configuration not in spec.configurations:
         c.add(
             ("default_configuration",),
             f"unknown configuration {spec.default_configuration!r}",
-            f"choose one of: {', '.join(config_names) or '(none declared)'}",
+            _did_you_mean(spec.default_configuration, config_names, f"choose one of: {choices}"),
         )
-
-    machines: dict[str, Machine] = {}
-    machine_loc: dict[str, Loc] = {}
-    seen_mac: dict[str, str] = {}
-    seen_ip: dict[str, str] = {}
 
     def in_config(wanted: tuple[str, ...], loc: Loc) -> bool:
         for name in wanted:
@@ -293,276 +395,79 @@ def resolve(
                 c.add(
                     (*loc, "configurations"),
                     f"unknown configuration {name!r}",
-                    f"declare it under configurations: or use one of {', '.join(config_names)}",
+                    _did_you_mean(name, config_names, _declare_hint("configurations", config_names)),
                 )
         return every_machine or not wanted or chosen in wanted
 
-    def add_machine(m: Machine, loc: Loc) -> None:
-        if m.name in machines:
-            c.add(
-                (*loc, "name"),
-                f"duplicate machine name {m.name!r}",
-                f"already defined at line {_line_of(lines, machine_loc[m.name])}; rename one",
-            )
-            return
-        if m.mac:
-            if m.mac in seen_mac:
-                c.add(
-                    (*loc, "mac"), f"duplicate MAC {m.mac} on {m.name!r}", f"{seen_mac[m.mac]!r} has it too"
-                )
-            seen_mac[m.mac] = m.name
-        if m.ip:
-            if m.ip in seen_ip:
-                c.add((*loc, "ip"), f"duplicate IP {m.ip} on {m.name!r}", f"{seen_ip[m.ip]!r} has it too")
-            seen_ip[m.ip] = m.name
-        machines[m.name] = m
-        machine_loc[m.name] = loc
+    declared = _declare_machines(c, spec, networks, in_config)
+    everywhere: dict[str, Machine] = {}  # every machine of the file, whatever the configuration
+    machines: dict[str, Machine] = {}  # those of the chosen configuration
+    for d in declared:
+        everywhere.setdefault(d.machine.name, d.machine)
+        if d.present and d.machine.name not in machines:
+            machines[d.machine.name] = d.machine
+    _check_duplicates(c, declared)
 
-    def check_network(name: str, loc: Loc) -> None:
-        if name not in networks:
-            close = difflib.get_close_matches(name, list(networks), n=1)
-            c.add(
-                (*loc, "network"),
-                f"unknown network {name!r}",
-                f"did you mean {close[0]!r}?"
-                if close
-                else f"declare it under networks: ({', '.join(networks)})",
-            )
-
-    for i, cs in enumerate(spec.clients):
-        loc = ("clients", i)
-        check_network(cs.network, loc)
-        try:
-            names = expand_names(cs.name)
-        except RangeError as exc:
-            c.add((*loc, "name"), str(exc), exc.fix)
-            continue
-        try:
-            macs = expand_macs(cs.mac, len(names))
-        except RangeError as exc:
-            c.add((*loc, "mac"), str(exc), exc.fix)
-            continue
-        try:
-            ips = expand_ips(cs.ip, len(names))
-        except RangeError as exc:
-            c.add((*loc, "ip"), str(exc), exc.fix)
-            continue
-        present = in_config(cs.configurations, loc)
-        for name, mac, ip in zip(names, macs, ips, strict=True):
-            m = Machine(
-                name=name,
-                kind=MachineKind.CLIENT,
-                model=cs.model,
-                os=cs.os,
-                network=cs.network,
-                mac=mac,
-                ip=ip,
-                ssh=cs.ssh,
-                tags=cs.tags,
-                client_hardware=cs.hardware,
-            )
-            if present:
-                add_machine(m, loc)
-
-    for i, ss in enumerate(spec.servers):
-        loc = ("servers", i)
-        check_network(ss.network, loc)
-        server_mac: str | None = None
-        server_ip: str | None
-        if ss.mac:
-            try:
-                server_mac = normalise_mac(ss.mac)
-            except RangeError as exc:
-                c.add((*loc, "mac"), str(exc), exc.fix)
-        try:
-            server_ip = expand_ips(ss.ip, 1)[0]
-        except RangeError as exc:
-            c.add((*loc, "ip"), str(exc), exc.fix)
-            server_ip = None
-        if ss.bmc is not None:
-            _check_url(c, (*loc, "bmc", "url"), ss.bmc.url, ("https", "http"))
-        if ss.hardware is not None:
-            for j, vol in enumerate(ss.hardware.volumes):
-                _, ok, rule = _RAID_RULES[vol.raid]
-                if not ok(vol.disks):
-                    c.add(
-                        (*loc, "hardware", "volumes", j, "disks"),
-                        f"RAID {vol.raid} cannot be formed from {vol.disks} disk(s) on volume {vol.name!r}",
-                        f"RAID {vol.raid} needs {rule}",
-                    )
-                if vol.disk_type in ("sas", "sata") and vol.rpm is None and vol.service_time_ms is None:
-                    c.add(
-                        (*loc, "hardware", "volumes", j),
-                        f"rotational volume {vol.name!r} has neither rpm nor service_time_ms",
-                        "add rpm: 10000 (or service_time_ms:)",
-                    )
-        if ss.role is MachineRole.HYPERVISOR and ss.hardware is None:
-            pass  # hypervisors may be described by their vCenter instead
-        m = Machine(
-            name=ss.name,
-            kind=MachineKind.SERVER,
-            role=ss.role,
-            model=ss.model,
-            os=ss.os,
-            network=ss.network,
-            mac=server_mac,
-            ip=server_ip,
-            ssh=ss.ssh,
-            bmc=ss.bmc,
-            tags=ss.tags,
-            server_hardware=ss.hardware,
-        )
-        if in_config(ss.configurations, loc):
-            add_machine(m, loc)
-
-    vcenters = {}
+    vcenters: dict[str, VCenter] = {}
     for i, vc in enumerate(spec.vcenters):
-        loc = ("vcenters", i)
         if vc.name in vcenters:
-            c.add((*loc, "name"), f"duplicate vCenter name {vc.name!r}", "rename one")
-        _check_url(c, (*loc, "url"), vc.url, ("https", "http"))
+            c.add(("vcenters", i, "name"), f"duplicate vCenter name {vc.name!r}", "rename one")
+        _check_url(c, ("vcenters", i, "url"), vc.url)
         vcenters[vc.name] = vc
-
     for i, vs in enumerate(spec.vms):
-        loc = ("vms", i)
         if vs.vcenter not in vcenters:
             c.add(
-                (*loc, "vcenter"),
+                ("vms", i, "vcenter"),
                 f"unknown vCenter {vs.vcenter!r}",
-                f"declare it under vcenters: ({', '.join(vcenters) or 'none yet'})",
+                _did_you_mean(vs.vcenter, vcenters, _declare_hint("vcenters", vcenters)),
             )
-        try:
-            names = expand_names(vs.name)
-            vm_ips: list[str | None] = list(expand_ips(vs.ip, len(names))) if vs.ip else [None] * len(names)
-        except RangeError as exc:
-            c.add((*loc, "name" if "name" in str(exc) else "ip"), str(exc), exc.fix)
-            continue
-        present = in_config(vs.configurations, loc)
-        for name, vm_ip in zip(names, vm_ips, strict=True):
-            if present:
-                add_machine(
-                    Machine(
-                        name=name,
-                        kind=MachineKind.VM,
-                        ip=vm_ip,
-                        vcenter=vs.vcenter,
-                        vm_host=vs.host,
-                        tags=vs.tags,
-                    ),
-                    loc,
-                )
 
-    storage = {}
+    storage: dict[str, StorageArray] = {}
     for i, arr in enumerate(spec.storage):
-        loc = ("storage", i)
         if arr.name in storage:
-            c.add((*loc, "name"), f"duplicate storage array name {arr.name!r}", "rename one")
-        _check_url(c, (*loc, "url"), arr.url, ("https", "http"))
+            c.add(("storage", i, "name"), f"duplicate storage array name {arr.name!r}", "rename one")
+        _check_url(c, ("storage", i, "url"), arr.url)
         storage[arr.name] = arr
 
-    shares = {}
+    shares: dict[str, Share] = {}
     for i, sh in enumerate(spec.shares):
-        loc = ("shares", i)
+        loc: Loc = ("shares", i)
         if sh.name in shares:
             c.add((*loc, "name"), f"duplicate share name {sh.name!r}", "rename one")
-        if sh.server not in machines and not any(s.name == sh.server for s in spec.servers):
-            c.add((*loc, "server"), f"unknown server {sh.server!r}", "name a server from servers:")
+        host = everywhere.get(sh.server)
+        if host is None or host.kind is not MachineKind.SERVER:
+            servers = [m.name for m in everywhere.values() if m.kind is MachineKind.SERVER]
+            c.add(
+                (*loc, "server"),
+                f"share {sh.name!r} is on unknown server {sh.server!r}",
+                _did_you_mean(sh.server, servers, "name a server from servers:"),
+            )
         if not sh.unc.startswith("\\\\"):
             c.add((*loc, "unc"), f"malformed UNC path {sh.unc!r}", r"write \\server\share")
         shares[sh.name] = sh
 
-    groups: dict[str, Group] = {}
-    for gname, gs in spec.groups.items():
-        loc = ("groups", gname)
-        if gname in machines:
-            c.add(loc, f"group {gname!r} has the name of a machine", "rename the group")
-        members: list[str] = []
-        for j, entry in enumerate(gs.members):
-            try:
-                names = expand_names(entry)
-            except RangeError as exc:
-                c.add((*loc, "members", j), str(exc), exc.fix)
-                continue
-            for n in names:
-                if n not in machines:
-                    known_everywhere = _declared_anywhere(spec, n)
-                    if known_everywhere:
-                        continue  # exists, but not in this configuration
-                    close = difflib.get_close_matches(n, list(machines), n=1)
-                    c.add(
-                        (*loc, "members", j),
-                        f"group {gname!r} names unknown machine {n!r}",
-                        f"did you mean {close[0]!r}?" if close else "declare it or remove it from the group",
-                    )
-                    break
-                members.append(n)
-        if gs.tags or gs.kind:
-            for m in machines.values():
-                if gs.kind and m.kind.value != gs.kind:
-                    continue
-                if all(t in m.tags for t in gs.tags) and m.name not in members:
-                    members.append(m.name)
-        if not members and not c.problems:
-            c.add(loc, f"group {gname!r} is empty", "list members: or tags: that match at least one machine")
-        groups[gname] = Group(name=gname, members=tuple(members), description=gs.description)
-
-    config = None
-    if chosen is not None and chosen in spec.configurations:
-        cs_ = spec.configurations[chosen]
-        loc = ("configurations", chosen)
-        for s in cs_.streaming_servers:
-            server = machines.get(s)
-            if server is None or server.role is not MachineRole.STREAMING:
-                c.add(
-                    (*loc, "streaming_servers"),
-                    f"{s!r} is not a streaming server in configuration {chosen!r}",
-                    "name a server with role: streaming",
-                )
-        vd = _server_volume(c, machines, (*loc, "vdisk_volume"), cs_.vdisk_volume)
-        wc = _server_volume(c, machines, (*loc, "write_cache_volume"), cs_.write_cache_volume)
-        share = None
-        if cs_.share is not None:
-            share = shares.get(cs_.share)
-            if share is None:
-                c.add(
-                    (*loc, "share"),
-                    f"unknown share {cs_.share!r}",
-                    f"declare it under shares: ({', '.join(shares)})",
-                )
-        config = Configuration(
-            name=chosen,
-            description=cs_.description,
-            streaming_servers=cs_.streaming_servers,
-            vdisk_server=vd[0],
-            vdisk_volume=vd[1],
-            write_cache_server=wc[0],
-            write_cache_volume=wc[1],
-            share=share,
-        )
+    groups = _groups(c, spec, everywhere, machines)
+    config = _configuration(c, spec, chosen, machines, shares)
 
     for i, fault in enumerate(spec.lab.faults):
         for j, target in enumerate(fault.targets):
+            floc: Loc = ("lab", "faults", i, "targets", j)
             try:
                 names = expand_names(target)
             except RangeError as exc:
-                c.add(("lab", "faults", i, "targets", j), str(exc), exc.fix)
+                c.add(floc, str(exc), exc.fix)
                 continue
-            for n in names:
-                if (
-                    n not in machines
-                    and n not in storage
-                    and n not in vcenters
-                    and not _declared_anywhere(spec, n)
-                ):
-                    c.add(
-                        ("lab", "faults", i, "targets", j),
-                        f"fault targets unknown item {n!r}",
-                        "name a machine, vCenter or storage array",
-                    )
-                    break
+            known = [*everywhere, *storage, *vcenters]
+            unknown = [n for n in names if n not in known]
+            if unknown:
+                c.add(
+                    floc,
+                    f"fault targets unknown item {unknown[0]!r}",
+                    _did_you_mean(unknown[0], known, "name a machine, vCenter or storage array"),
+                )
 
     if c.problems:
-        raise InventoryError(c.problems)
+        raise InventoryError(sorted(c.problems, key=lambda p: p.line or 0))
     return Lab(
         name=spec.lab.name,
         description=spec.lab.description,
@@ -585,15 +490,292 @@ def resolve(
     )
 
 
-def _declared_anywhere(spec: InventorySpec, name: str) -> bool:
-    for coll in (spec.clients, spec.servers, spec.vms):
-        for entry in coll:
+def _networks(c: _Collector, spec: InventorySpec) -> dict[str, Network]:
+    networks: dict[str, Network] = {}
+    for i, net in enumerate(spec.networks):
+        loc: Loc = ("networks", i)
+        if net.name in networks:
+            c.add((*loc, "name"), f"duplicate network name {net.name!r}", "give each network its own name")
+        subnet: ipaddress.IPv4Network | ipaddress.IPv6Network | None
+        try:
+            subnet = ipaddress.ip_network(net.subnet, strict=False)
+        except ValueError:
+            c.add((*loc, "subnet"), f"malformed subnet {net.subnet!r}", "write CIDR, e.g. 10.0.0.0/24")
+            subnet = None
+        try:
+            bcast = ipaddress.ip_address(net.broadcast)
+            if subnet is not None and bcast not in subnet:
+                c.add(
+                    (*loc, "broadcast"),
+                    f"broadcast {net.broadcast} is outside {net.subnet}",
+                    f"use {subnet.broadcast_address}",
+                )
+        except ValueError:
+            c.add((*loc, "broadcast"), f"malformed IP address {net.broadcast!r}", "write e.g. 10.0.0.255")
+        networks[net.name] = net
+    return networks
+
+
+def _declare_machines(
+    c: _Collector,
+    spec: InventorySpec,
+    networks: dict[str, Network],
+    in_config: typing.Callable[[tuple[str, ...], Loc], bool],
+) -> list[_Declared]:
+    """Every machine the file declares, ranges expanded, with whether it is in the configuration."""
+    out: list[_Declared] = []
+
+    def check_network(name: str, loc: Loc, ips: list[str]) -> None:
+        net = networks.get(name)
+        if net is None:
+            c.add(
+                (*loc, "network"),
+                f"unknown network {name!r}",
+                _did_you_mean(name, networks, _declare_hint("networks", networks)),
+            )
+            return
+        try:
+            subnet = ipaddress.ip_network(net.subnet, strict=False)
+        except ValueError:
+            return  # reported with the network
+        outside = [ip for ip in ips if ipaddress.ip_address(ip) not in subnet]
+        if outside:
+            c.add(
+                (*loc, "ip"),
+                f"IP {outside[0]} is outside network {name!r} ({net.subnet})",
+                "Wake-on-LAN and the lab's broadcasts would not reach it; fix the address or the network",
+            )
+
+    for i, cs in enumerate(spec.clients):
+        loc: Loc = ("clients", i)
+        try:
+            names = expand_names(cs.name)
+        except RangeError as exc:
+            c.add((*loc, "name"), str(exc), exc.fix)
+            continue
+        # A bad MAC or IP range still declares its machines (without addresses), so groups that
+        # name them do not add a second, misleading "unknown machine" line.
+        macs: list[str | None] = [None] * len(names)
+        ips: list[str | None] = [None] * len(names)
+        try:
+            macs = list(expand_macs(cs.mac, len(names)))
+        except RangeError as exc:
+            c.add((*loc, "mac"), str(exc), exc.fix)
+        try:
+            ips = list(expand_ips(cs.ip, len(names)))
+        except RangeError as exc:
+            c.add((*loc, "ip"), str(exc), exc.fix)
+        check_network(cs.network, loc, [ip for ip in ips if ip])
+        present = in_config(cs.configurations, loc)
+        for name, mac, ip in zip(names, macs, ips, strict=True):
+            m = Machine(
+                name=name,
+                kind=MachineKind.CLIENT,
+                model=cs.model,
+                os=cs.os,
+                network=cs.network,
+                mac=mac,
+                ip=ip,
+                ssh=cs.ssh,
+                tags=cs.tags,
+                client_hardware=cs.hardware,
+            )
+            out.append(_Declared(m, loc, present))
+
+    for i, ss in enumerate(spec.servers):
+        loc = ("servers", i)
+        server_mac: str | None = None
+        server_ip: str | None = None
+        if ss.mac:
             try:
-                if name in expand_names(entry.name):
-                    return True
-            except RangeError:
-                pass
-    return False
+                server_mac = normalise_mac(ss.mac)
+            except RangeError as exc:
+                c.add((*loc, "mac"), str(exc), exc.fix)
+        try:
+            server_ip = expand_ips(ss.ip, 1)[0]
+        except RangeError as exc:
+            c.add((*loc, "ip"), str(exc), exc.fix)
+        check_network(ss.network, loc, [server_ip] if server_ip else [])
+        if ss.bmc is not None:
+            _check_url(c, (*loc, "bmc", "url"), ss.bmc.url)
+        if ss.hardware is not None:
+            for j, vol in enumerate(ss.hardware.volumes):
+                ok, rule = _RAID_RULES[vol.raid]
+                if not ok(vol.disks):
+                    c.add(
+                        (*loc, "hardware", "volumes", j, "disks"),
+                        f"RAID {vol.raid} cannot be formed from {vol.disks} disk(s) on volume {vol.name!r}",
+                        f"RAID {vol.raid} needs {rule}",
+                    )
+                if vol.disk_type in ("sas", "sata") and vol.rpm is None and vol.service_time_ms is None:
+                    c.add(
+                        (*loc, "hardware", "volumes", j),
+                        f"rotational volume {vol.name!r} has neither rpm nor service_time_ms",
+                        "add rpm: 10000, or service_time_ms:",
+                    )
+        m = Machine(
+            name=ss.name,
+            kind=MachineKind.SERVER,
+            role=ss.role,
+            model=ss.model,
+            os=ss.os,
+            network=ss.network,
+            mac=server_mac,
+            ip=server_ip,
+            ssh=ss.ssh,
+            bmc=ss.bmc,
+            tags=ss.tags,
+            server_hardware=ss.hardware,
+        )
+        out.append(_Declared(m, loc, in_config(ss.configurations, loc)))
+
+    for i, vs in enumerate(spec.vms):
+        loc = ("vms", i)
+        try:
+            names = expand_names(vs.name)
+        except RangeError as exc:
+            c.add((*loc, "name"), str(exc), exc.fix)
+            continue
+        vm_ips: list[str | None] = [None] * len(names)
+        if vs.ip:
+            try:
+                vm_ips = list(expand_ips(vs.ip, len(names)))
+            except RangeError as exc:
+                c.add((*loc, "ip"), str(exc), exc.fix)
+        present = in_config(vs.configurations, loc)
+        for name, vm_ip in zip(names, vm_ips, strict=True):
+            m = Machine(
+                name=name, kind=MachineKind.VM, ip=vm_ip, vcenter=vs.vcenter, vm_host=vs.host, tags=vs.tags
+            )
+            out.append(_Declared(m, loc, present))
+    return out
+
+
+def _check_duplicates(c: _Collector, declared: list[_Declared]) -> None:
+    """Duplicate names, MACs and IPs across the whole file, whatever the configuration.
+
+    A real lab has every box racked at once, so two boxes may not share an address even if no
+    configuration uses both. Overlapping ranges give one line per range, not one per machine.
+    """
+    for attr, what in (("name", "machine name"), ("mac", "MAC"), ("ip", "IP")):
+        first: dict[str, _Declared] = {}
+        clashes: dict[Loc, list[tuple[str, _Declared]]] = {}
+        for d in declared:
+            value = getattr(d.machine, attr)
+            if value is None:
+                continue
+            if value in first:
+                clashes.setdefault(d.loc, []).append((value, first[value]))
+            else:
+                first[value] = d
+        for loc, found in clashes.items():
+            value, other = found[0]
+            where = _line_of(c.lines, (*other.loc, attr))
+            more = f" and {len(found) - 1} more of this range" if len(found) > 1 else ""
+            if attr == "name":
+                message = f"duplicate machine name {value!r}{more}"
+                fix = f"already declared at line {where}; rename one"
+            else:
+                owner = next(
+                    d.machine.name for d in declared if d.loc == loc and getattr(d.machine, attr) == value
+                )
+                message = f"duplicate {what} {value} on {owner!r}{more}"
+                fix = f"{other.machine.name!r} at line {where} has it too; give each machine its own"
+            c.add((*loc, attr), message, fix)
+
+
+def _groups(
+    c: _Collector, spec: InventorySpec, everywhere: dict[str, Machine], machines: dict[str, Machine]
+) -> dict[str, Group]:
+    """Resolve groups against every machine of the file, keep the members of this configuration.
+
+    A group whose members all belong to another configuration (e.g. `ha-servers` while resolving
+    `standalone`) is empty here but not wrong; a group no configuration can fill is.
+    """
+    groups: dict[str, Group] = {}
+    for gname, gs in spec.groups.items():
+        loc: Loc = ("groups", gname)
+        if gname in everywhere:
+            c.add(loc, f"group {gname!r} has the name of a machine", "rename the group")
+        found: list[str] = []
+        own_problem = False
+        for j, entry in enumerate(gs.members):
+            try:
+                names = expand_names(entry)
+            except RangeError as exc:
+                c.add((*loc, "members", j), str(exc), exc.fix)
+                own_problem = True
+                continue
+            unknown = [n for n in names if n not in everywhere]
+            if unknown:
+                c.add(
+                    (*loc, "members", j),
+                    f"group {gname!r} names unknown machine {unknown[0]!r}"
+                    + (f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""),
+                    _did_you_mean(unknown[0], everywhere, "declare it or remove it from the group"),
+                )
+                own_problem = True
+            found.extend(n for n in names if n in everywhere)
+        if gs.tags or gs.kind:
+            for m in everywhere.values():
+                if gs.kind and m.kind.value != gs.kind:
+                    continue
+                if all(t in m.tags for t in gs.tags):
+                    found.append(m.name)
+        if not found and not own_problem:
+            selector = ", ".join(
+                [f"tags {list(gs.tags)}"] * bool(gs.tags) + [f"kind {gs.kind}"] * bool(gs.kind)
+            )
+            c.add(
+                loc,
+                f"group {gname!r} is empty" + (f": no machine matches {selector}" if selector else ""),
+                "list members: or tags: that match at least one machine",
+            )
+        members = tuple(dict.fromkeys(n for n in found if n in machines))  # dedupe, keep order
+        groups[gname] = Group(name=gname, members=members, description=gs.description)
+    return groups
+
+
+def _configuration(
+    c: _Collector,
+    spec: InventorySpec,
+    chosen: str | None,
+    machines: dict[str, Machine],
+    shares: dict[str, Share],
+) -> Configuration | None:
+    if chosen is None or chosen not in spec.configurations:
+        return None
+    cs = spec.configurations[chosen]
+    loc: Loc = ("configurations", chosen)
+    for j, s in enumerate(cs.streaming_servers):
+        server = machines.get(s)
+        if server is None or server.role is not MachineRole.STREAMING:
+            c.add(
+                (*loc, "streaming_servers", j),
+                f"{s!r} is not a streaming server in configuration {chosen!r}",
+                "name a server with role: streaming that this configuration includes",
+            )
+    vd = _server_volume(c, machines, (*loc, "vdisk_volume"), cs.vdisk_volume)
+    wc = _server_volume(c, machines, (*loc, "write_cache_volume"), cs.write_cache_volume)
+    share = None
+    if cs.share is not None:
+        share = shares.get(cs.share)
+        if share is None:
+            c.add(
+                (*loc, "share"),
+                f"unknown share {cs.share!r}",
+                _did_you_mean(cs.share, shares, _declare_hint("shares", shares)),
+            )
+    return Configuration(
+        name=chosen,
+        description=cs.description,
+        streaming_servers=cs.streaming_servers,
+        vdisk_server=vd[0],
+        vdisk_volume=vd[1],
+        write_cache_server=wc[0],
+        write_cache_volume=wc[1],
+        share=share,
+    )
 
 
 def _server_volume(c: _Collector, machines: dict[str, Machine], loc: Loc, ref: str) -> tuple[str, str]:
@@ -611,12 +793,16 @@ def _server_volume(c: _Collector, machines: dict[str, Machine], loc: Loc, ref: s
         c.add(
             loc,
             f"server {server!r} has no volume {volume!r}",
-            f"choose one of: {', '.join(vols) or '(none)'}",
+            _did_you_mean(
+                volume,
+                vols,
+                f"choose one of: {', '.join(vols)}" if vols else "describe its volumes under hardware:",
+            ),
         )
     return server, volume
 
 
-def _check_url(c: _Collector, loc: Loc, url: str, schemes: tuple[str, ...]) -> None:
+def _check_url(c: _Collector, loc: Loc, url: str, schemes: tuple[str, ...] = ("https", "http")) -> None:
     try:
         parsed = urlparse(url)
         ok = parsed.scheme in schemes and bool(parsed.hostname)
