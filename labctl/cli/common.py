@@ -1,13 +1,21 @@
-"""Shared CLI plumbing: exit codes and error printing (never a traceback for a labctl error)."""
+"""Shared CLI plumbing: options, exit codes and error printing (never a traceback for a labctl error).
+
+Exit codes: 0 success, 2 bad input or usage (click's usage errors too), 1 a run or the lab failed,
+130 interrupted.
+"""
 
 from __future__ import annotations
 
+import difflib
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
-from labctl.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, LabctlError
+from labctl.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInputError, InventoryError, LabctlError
+from labctl.inventory.load import display_path
+from labctl.inventory.model import Group, Lab
 
 lab_option = click.option(
     "--lab",
@@ -22,24 +30,30 @@ config_option = click.option(
     "configuration",
     default=None,
     envvar="LABCTL_CONFIG",
-    help="Configuration of the lab to use, e.g. standalone or ha (default: the file's default).",
+    help="Configuration of the lab, e.g. standalone or ha (default: the file's default; env LABCTL_CONFIG).",
 )
 
 
-def run_cli(group: click.Group) -> int:
+def run_cli(group: click.Group, args: list[str] | None = None) -> int:
     """Run a click group; map labctl errors to one-line messages and exit codes."""
     try:
-        rv = group.main(standalone_mode=False)
+        rv = group.main(args=args, prog_name="labctl", standalone_mode=False)
+    except InventoryError as exc:
+        # already `file:line: item: what (fix)`, one line per problem: editors and CI parse these
+        for problem in exc.problems:
+            click.echo(str(problem), err=True)
+        return exc.exit_code
     except LabctlError as exc:
         for line in str(exc).splitlines():
-            click.echo(f"error: {line}" if not line.startswith("error") else line, err=True)
+            click.echo(f"error: {line}", err=True)
         return exc.exit_code
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)
         return EXIT_INTERRUPTED
     except click.ClickException as exc:
         exc.show()
-        return EXIT_BAD_INPUT if exc.exit_code == 2 else exc.exit_code
+        # click's own errors are all about the command line (bad option, missing file argument ...)
+        return EXIT_BAD_INPUT if isinstance(exc, click.UsageError | click.FileError) else exc.exit_code
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         return EXIT_INTERRUPTED
@@ -48,6 +62,16 @@ def run_cli(group: click.Group) -> int:
     return rv if isinstance(rv, int) else 0
 
 
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
+
+
+def find_group(lab: Lab, name: str) -> Group:
+    """The group called ``name``; a bad name is bad input with a did-you-mean and the known groups."""
+    group = lab.groups.get(name)
+    if group is not None:
+        return group
+    close = difflib.get_close_matches(name, list(lab.groups), n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"groups of {lab.name}: {', '.join(lab.groups)}"
+    raise BadInputError(f"unknown group {name!r} in {display_path(lab.source_file)} ({hint})")

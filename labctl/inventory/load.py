@@ -219,10 +219,21 @@ def _describe(err: Any, loc: Loc) -> tuple[str, str]:
 # --- loading -------------------------------------------------------------------------------------
 
 
+def display_path(path: str | Path) -> str:
+    """A path as messages show it: relative to the working folder when inside it (shorter)."""
+    path = Path(path)
+    if path.is_absolute():
+        try:
+            return str(path.relative_to(Path.cwd()))
+        except ValueError:
+            pass
+    return str(path)
+
+
 def read_inventory(path: str | Path) -> tuple[InventorySpec, dict[Loc, int], str, bytes]:
     """Parse and type-check a file. Returns the spec, its line map, its display name and raw bytes."""
     p = Path(path)
-    shown = str(path)
+    shown = display_path(p)
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
@@ -303,8 +314,11 @@ def load_lab(
     ``every_machine`` keeps machines that only other configurations use (the simulator runs every
     box in the file, as a real lab has them all racked, whichever configuration is active).
     """
-    spec, lines, shown, raw = read_inventory(path or default_lab_file())
-    return resolve(spec, lines, shown, raw, configuration, every_machine=every_machine)
+    file = Path(path or default_lab_file())
+    spec, lines, shown, raw = read_inventory(file)
+    lab = resolve(spec, lines, shown, raw, configuration, every_machine=every_machine)
+    # absolute, so that whoever reads Lab.source_file (a subprocess, a run folder) can reopen it
+    return lab.model_copy(update={"source_file": str(file.resolve())})
 
 
 def validate_file(path: str | Path | None = None, configuration: str | None = None) -> Lab:
@@ -313,7 +327,8 @@ def validate_file(path: str | Path | None = None, configuration: str | None = No
     A problem that only shows in the HA configuration (say, a misspelt NAS volume) is found by
     `labctl inventory validate` before a nightly HA run trips over it.
     """
-    spec, lines, shown, raw = read_inventory(path or default_lab_file())
+    file = Path(path or default_lab_file())
+    spec, lines, shown, raw = read_inventory(file)
     problems: list[Problem] = []
     labs: list[Lab] = []
     others = [name for name in spec.configurations if name != configuration]
@@ -324,7 +339,7 @@ def validate_file(path: str | Path | None = None, configuration: str | None = No
             problems.extend(p for p in exc.problems if p not in problems)
     if problems:
         raise InventoryError(sorted(problems, key=lambda p: p.line or 0))
-    return labs[0]
+    return labs[0].model_copy(update={"source_file": str(file.resolve())})
 
 
 class _Collector:
