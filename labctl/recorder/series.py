@@ -1,0 +1,345 @@
+"""The run folder's measurement files: ``series.csv`` and ``events.jsonl``.
+
+Both are append-only and written one batch at a time (append, flush), so an interrupted run keeps
+everything it measured up to the last batch, and both are read as they are by pandas
+(``pd.read_csv``, ``pd.read_json(lines=True)``) and DuckDB (``read_csv_auto``, ``read_json_auto``).
+Their columns are documented in ``results/README.md``.
+
+Reading is tolerant: a half-written last line (the process died mid-write) is skipped.
+"""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import io
+import json
+import math
+import os
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from labctl.lab.records import Event, Sample
+
+SERIES_FILE = "series.csv"
+EVENTS_FILE = "events.jsonl"
+SERIES_COLUMNS = ("cell", "source", "entity", "metric", "unit", "source_ts", "source_ts_s", "value")
+
+
+def iso_utc(ts: float) -> str:
+    """Lab epoch seconds as ISO 8601 UTC with milliseconds, e.g. ``2007-11-05T10:00:01.250Z``.
+
+    Rounded to the millisecond exactly as :func:`ts_s` rounds, so the two columns agree."""
+    ms = round(ts * 1000)
+    dt = datetime.fromtimestamp(ms // 1000, tz=UTC) + timedelta(milliseconds=ms % 1000)
+    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def ts_s(ts: float) -> str:
+    """Lab epoch seconds with millisecond resolution, as written to ``source_ts_s``."""
+    ms = round(ts * 1000)
+    return f"{ms // 1000}.{ms % 1000:03d}"
+
+
+def run_path(run: Any) -> Path:
+    """A run folder given as a path or as an object with a ``path`` attribute (a RunFolder)."""
+    if isinstance(run, str | os.PathLike):
+        return Path(run)
+    path = getattr(run, "path", None)
+    if path is None:
+        raise TypeError(f"not a run folder: {run!r} (give a path or a RunFolder)")
+    return Path(path)
+
+
+# --- series ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Series:
+    """One metric of one entity over time (in one cell): timestamps are the source's, lab seconds."""
+
+    source: str
+    entity: str
+    metric: str
+    unit: str
+    cell: str = ""
+    ts: tuple[float, ...] = ()
+    values: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.ts) != len(self.values):
+            raise ValueError("ts and values differ in length")
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    @property
+    def key(self) -> str:
+        return f"{self.source}/{self.entity}/{self.metric}"
+
+    def window(self, start: float | None = None, end: float | None = None) -> Series:
+        """The samples with ``start <= ts <= end`` (either bound may be open)."""
+        lo = -math.inf if start is None else start
+        hi = math.inf if end is None else end
+        pairs = [(t, v) for t, v in zip(self.ts, self.values, strict=True) if lo <= t <= hi]
+        return Series(
+            self.source,
+            self.entity,
+            self.metric,
+            self.unit,
+            self.cell,
+            tuple(t for t, _ in pairs),
+            tuple(v for _, v in pairs),
+        )
+
+    def ref(self) -> dict[str, str]:
+        """Where to find this series in the run folder (for evidence and reports)."""
+        return {
+            "file": SERIES_FILE,
+            "cell": self.cell,
+            "source": self.source,
+            "entity": self.entity,
+            "metric": self.metric,
+        }
+
+
+class SeriesProvider(Protocol):
+    """Anything that hands out recorded series: a live :class:`Recorder` or a run folder on disk."""
+
+    def series(
+        self,
+        *,
+        cell: str | None = None,
+        source: str | None = None,
+        entity: str | None = None,
+        metric: str | None = None,
+    ) -> list[Series]: ...
+
+
+def matches(value: str, pattern: str | None) -> bool:
+    """``None`` matches anything; otherwise a shell-style pattern (``optiplex-*``, ``pvs-01/D:``)."""
+    return pattern is None or value == pattern or fnmatch.fnmatchcase(value, pattern)
+
+
+@dataclass
+class _SeriesBuilder:
+    unit: str
+    ts: list[float] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+
+
+class SeriesStore:
+    """Samples grouped into series in memory, with the same selection as the files on disk."""
+
+    def __init__(self) -> None:
+        self._data: dict[tuple[str, str, str, str], _SeriesBuilder] = {}
+        self._lock = threading.Lock()
+
+    def add(self, cell: str, sample: Sample) -> None:
+        key = (cell, sample.source, sample.entity, sample.metric)
+        with self._lock:
+            b = self._data.get(key)
+            if b is None:
+                b = self._data[key] = _SeriesBuilder(sample.unit)
+            b.ts.append(float(sample.source_ts))
+            b.values.append(float(sample.value))
+
+    def series(
+        self,
+        *,
+        cell: str | None = None,
+        source: str | None = None,
+        entity: str | None = None,
+        metric: str | None = None,
+    ) -> list[Series]:
+        out = []
+        with self._lock:
+            items = [(k, b.unit, list(b.ts), list(b.values)) for k, b in self._data.items()]
+        for (c, s, e, m), unit, ts, vals in items:
+            if (
+                (cell is None or c == cell)
+                and matches(s, source)
+                and matches(e, entity)
+                and matches(m, metric)
+            ):
+                order = sorted(range(len(ts)), key=ts.__getitem__)
+                out.append(
+                    Series(s, e, m, unit, c, tuple(ts[i] for i in order), tuple(vals[i] for i in order))
+                )
+        out.sort(key=lambda x: (x.cell, x.source, x.entity, x.metric))
+        return out
+
+
+def _fmt_value(v: float) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return repr(float(v))
+
+
+class SeriesWriter:
+    """Appends samples to ``series.csv``; writes the header when the file is new or empty."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        new = not path.exists() or path.stat().st_size == 0
+        self._fh: io.TextIOWrapper | None = path.open("a", newline="", encoding="utf-8")
+        self._csv = csv.writer(self._fh, lineterminator="\n")
+        if new:
+            self._csv.writerow(SERIES_COLUMNS)
+            self._fh.flush()
+
+    def write(self, cell: str, samples: Iterable[Sample]) -> int:
+        rows = [
+            (
+                cell,
+                s.source,
+                s.entity,
+                s.metric,
+                s.unit,
+                iso_utc(s.source_ts),
+                ts_s(s.source_ts),
+                _fmt_value(s.value),
+            )
+            for s in samples
+        ]
+        with self._lock:
+            if self._fh is None or not rows:
+                return 0
+            self._csv.writerows(rows)
+            self._fh.flush()
+        return len(rows)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.flush()
+                self._fh.close()
+                self._fh = None
+
+
+def _read_rows(path: Path) -> Iterator[dict[str, str]]:
+    try:
+        fh = path.open(newline="", encoding="utf-8")
+    except FileNotFoundError:
+        return
+    with fh:
+        reader = csv.DictReader(fh)
+        for row in reader:
+            if None in row or any(row.get(c) is None for c in SERIES_COLUMNS):
+                continue  # a torn last line
+            yield row
+
+
+def read_series(
+    run: Any,
+    *,
+    cell: str | None = None,
+    source: str | None = None,
+    entity: str | None = None,
+    metric: str | None = None,
+) -> list[Series]:
+    """Series from a run folder's ``series.csv``, grouped by cell/source/entity/metric, time-sorted."""
+    store = SeriesStore()
+    for row in _read_rows(run_path(run) / SERIES_FILE):
+        if cell is not None and row["cell"] != cell:
+            continue
+        if not (matches(row["source"], source) and matches(row["entity"], entity)):
+            continue
+        if not matches(row["metric"], metric):
+            continue
+        try:
+            ts = float(row["source_ts_s"])
+            value = float(row["value"])
+        except ValueError:
+            continue
+        store.add(row["cell"], Sample(row["source"], row["entity"], row["metric"], row["unit"], ts, value))
+    return store.series()
+
+
+class RunSeries:
+    """A run folder as a :class:`SeriesProvider` (criteria can be re-evaluated offline)."""
+
+    def __init__(self, run: Any):
+        self.path = run_path(run)
+
+    def series(
+        self,
+        *,
+        cell: str | None = None,
+        source: str | None = None,
+        entity: str | None = None,
+        metric: str | None = None,
+    ) -> list[Series]:
+        return read_series(self.path, cell=cell, source=source, entity=entity, metric=metric)
+
+
+# --- events ------------------------------------------------------------------------------------
+
+
+def event_record(event: Event, cell: str) -> dict[str, Any]:
+    return {
+        "lab_ts": round(float(event.lab_ts), 3),
+        "lab_time": iso_utc(event.lab_ts),
+        "cell": cell,
+        "kind": event.kind,
+        "target": event.target,
+        "detail": event.detail,
+    }
+
+
+class EventWriter:
+    """Appends events to ``events.jsonl``, one JSON object a line."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: io.TextIOWrapper | None = path.open("a", encoding="utf-8")
+
+    def write(self, records: Sequence[dict[str, Any]]) -> int:
+        lines = "".join(json.dumps(r, default=str, ensure_ascii=False) + "\n" for r in records)
+        with self._lock:
+            if self._fh is None or not records:
+                return 0
+            self._fh.write(lines)
+            self._fh.flush()
+        return len(records)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+
+def read_events(run: Any, *, cell: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
+    """The events of a run folder (``kind`` may be a pattern such as ``power.*``), in file order."""
+    path = run_path(run) / EVENTS_FILE
+    out: list[dict[str, Any]] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return out
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn last line
+        if not isinstance(rec, dict):
+            continue
+        if cell is not None and rec.get("cell") != cell:
+            continue
+        if not matches(str(rec.get("kind", "")), kind):
+            continue
+        out.append(rec)
+    return out
