@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from labctl.errors import MissingCredentialError
+
+if TYPE_CHECKING:
+    from labctl.inventory.model import Lab
 
 SECRETS_FILE_VAR = "LABCTL_SECRETS_FILE"
 # Where `labctl sim up` writes the credentials it generates for the simulated lab (git-ignored).
@@ -65,3 +69,37 @@ def secret_values(refs: list[str]) -> list[str]:
         if v:
             values.append(v)
     return values
+
+
+def lab_credential_refs(lab: Lab) -> list[str]:
+    """Every secret reference the lab holds (passwords of SSH, BMCs, vCenters, storage arrays).
+
+    ``key_file`` references are left out: they resolve to the *path* of a key, not to a secret.
+    """
+    refs: list[str] = []
+    for m in lab.machines.values():
+        if m.ssh is not None and m.ssh.password:
+            refs.append(m.ssh.password)
+        if m.bmc is not None:
+            refs.append(m.bmc.password)
+    refs += [vc.password for vc in lab.vcenters.values()]
+    refs += [arr.password for arr in lab.storage.values()]
+    return list(dict.fromkeys(refs))
+
+
+def secrets_file_values() -> list[str]:
+    """Every string value in the secrets file: all of them are secrets, referenced or not."""
+    path = secrets_file()
+    if path is None:
+        return []
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    return [
+        str(v)
+        for v in data.values()
+        if isinstance(v, str | int | float) and not isinstance(v, bool) and str(v)
+    ]
