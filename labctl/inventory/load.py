@@ -404,9 +404,13 @@ def resolve(
             _did_you_mean(spec.default_configuration, config_names, f"choose one of: {choices}"),
         )
 
+    misspelt_configuration = False
+
     def in_config(wanted: tuple[str, ...], loc: Loc) -> bool:
+        nonlocal misspelt_configuration
         for name in wanted:
             if name not in spec.configurations:
+                misspelt_configuration = True
                 c.add(
                     (*loc, "configurations"),
                     f"unknown configuration {name!r}",
@@ -462,7 +466,9 @@ def resolve(
         shares[sh.name] = sh
 
     groups = _groups(c, spec, everywhere, machines)
-    config = _configuration(c, spec, chosen, machines, shares)
+    # A machine that names a misspelt configuration is missing from the one it meant; what the
+    # configuration then lacks is a consequence, not a second problem to report.
+    config = _configuration(c, spec, None if misspelt_configuration else chosen, machines, shares)
 
     for i, fault in enumerate(spec.lab.faults):
         for j, target in enumerate(fault.targets):
