@@ -1,0 +1,178 @@
+"""The pytest plugin, exercised through pytester: it is loaded by the pytest11 entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labctl.inventory.load import default_lab_file
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("LABCTL_LAB", "LABCTL_CONFIG", "LABCTL_RESULTS"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def runs(results: Path) -> list[dict[str, Any]]:
+    """The run.json of every run folder under ``results``."""
+    if not results.exists():
+        return []
+    return [json.loads((p / "run.json").read_text()) for p in sorted(results.iterdir()) if p.is_dir()]
+
+
+def test_lab_fixture_loads_the_simulated_lab_by_default(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        def test_lab(lab):
+            assert lab.name == "sim-2007"
+            assert len(lab.clients) == 100
+            assert lab.configuration.name == "standalone"
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_lab_and_configuration_from_options(pytester: pytest.Pytester) -> None:
+    lab_file = pytester.path / "mylab.yaml"
+    lab_file.write_text(default_lab_file().read_text().replace("name: sim-2007", "name: my-lab"))
+    pytester.makepyfile(
+        """
+        def test_lab(lab):
+            assert lab.name == "my-lab"
+            assert lab.configuration.name == "ha"
+        """
+    )
+    pytester.runpytest("--lab", "mylab.yaml", "--lab-config", "ha").assert_outcomes(passed=1)
+
+
+def test_lab_from_environment_and_from_ini_file_relative_to_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (pytester.path / "labs").mkdir()
+    for name in ("env-lab", "ini-lab"):
+        text = default_lab_file().read_text().replace("name: sim-2007", f"name: {name}")
+        (pytester.path / "labs" / f"{name}.yaml").write_text(text)
+    pytester.makeini("[pytest]\nlabctl_lab = labs/ini-lab.yaml\nlabctl_lab_config = ha\n")
+    pytester.makepyfile(
+        """
+        import os
+        def test_lab(lab):
+            assert lab.name == os.environ.get("EXPECT", "ini-lab")
+            assert lab.configuration.name == "ha"
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+    monkeypatch.setenv("LABCTL_LAB", str(pytester.path / "labs" / "env-lab.yaml"))
+    monkeypatch.setenv("EXPECT", "env-lab")
+    pytester.runpytest().assert_outcomes(passed=1)  # environment beats the ini file
+    monkeypatch.setenv("EXPECT", "ini-lab")
+    pytester.runpytest("--lab", "labs/ini-lab.yaml").assert_outcomes(passed=1)  # option beats both
+
+
+def test_bad_inventory_stops_the_session_with_its_problem_lines(pytester: pytest.Pytester) -> None:
+    bad = pytester.path / "bad.yaml"
+    bad.write_text(default_lab_file().read_text().replace("raid: 10, disks: 4", "raid: 10, disks: 3"))
+    pytester.makepyfile(
+        """
+        def test_lab(lab):
+            raise AssertionError("must not run")
+        def test_other():
+            pass
+        """
+    )
+    result = pytester.runpytest("--lab", str(bad))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    # pytester runs in the test's folder, so the file shows relative to it, as for a user
+    assert "\nbad.yaml:68: servers[0].hardware.volumes[1].disks: RAID 10 cannot be formed" in err
+    assert "Traceback" not in err and "must not run" not in result.stdout.str()
+
+
+def test_bad_inventory_does_not_matter_to_tests_that_do_not_use_the_lab(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_other():\n    pass\n")
+    pytester.runpytest("--lab", "no-such-file.yaml").assert_outcomes(passed=1)
+
+
+def test_no_run_folder_unless_a_test_asks_for_one(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_lab(lab):\n    assert lab.name\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert not (pytester.path / "results").exists()
+
+
+def test_one_run_folder_per_session_in_rootdir_results_by_default(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_boot_storm="""
+        import pytest
+
+        @pytest.mark.parametrize("size", [1, 5])
+        def test_cell(run_folder, size):
+            run_folder.write_text(f"cell-{size}.txt", str(size))
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=2)
+    [run] = runs(pytester.path / "results")
+    assert run["outcome"] == "passed" and run["ended"] is not None
+    assert run["plan"] == "boot_storm"  # from the module name
+    folder = pytester.path / "results" / run["run_id"]
+    assert (folder / "cell-1.txt").exists() and (folder / "cell-5.txt").exists()
+    assert (folder / "inventory.resolved.yaml").exists()
+
+
+def test_failed_session_finishes_the_run_as_failed_with_plan_from_marker(pytester: pytest.Pytester) -> None:
+    results = pytester.path / "out"
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.plan("copy_reboot")
+        def test_a(run_folder):
+            pass
+
+        @pytest.mark.plan("copy_reboot")
+        def test_b(run_folder):
+            assert False, "threshold crossed"
+        """
+    )
+    pytester.runpytest("--results-dir", str(results)).assert_outcomes(passed=1, failed=1)
+    [run] = runs(results)
+    assert run["outcome"] == "failed" and run["plan"] == "copy_reboot"
+    assert "copy_reboot" in run["run_id"]
+
+
+def test_results_dir_from_environment(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    results = pytester.path / "env-results"
+    monkeypatch.setenv("LABCTL_RESULTS", str(results))
+    pytester.makepyfile("def test_a(run_folder):\n    pass\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert len(runs(results)) == 1
+
+
+def test_ctrl_c_finishes_the_run_as_interrupted_and_keeps_what_was_written(pytester: pytest.Pytester) -> None:
+    results = pytester.path / "results"
+    pytester.makepyfile(
+        """
+        def test_storm(run_folder):
+            run_folder.write_text("measured.csv", "t,v\\n0,1\\n")
+            raise KeyboardInterrupt
+        """
+    )
+    result = pytester.runpytest("--results-dir", str(results), no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    [run] = runs(results)
+    assert run["outcome"] == "interrupted"
+    assert (results / run["run_id"] / "measured.csv").read_text() == "t,v\n0,1\n"
+
+
+def test_run_folder_records_the_lab_configuration_and_pytest_args(pytester: pytest.Pytester) -> None:
+    results = pytester.path / "results"
+    pytester.makepyfile("def test_a(run_folder):\n    pass\n")
+    pytester.runpytest("--results-dir", str(results), "--lab-config", "ha", "-k", "test_a")
+    [run] = runs(results)
+    assert run["configuration"] == "ha" and run["lab"] == "sim-2007"
+    assert "-k" in run["parameters"]["pytest_args"]
