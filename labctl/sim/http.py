@@ -103,6 +103,7 @@ def empty_response(status: int, headers: Mapping[str, str] | Iterable[tuple[str,
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = IDLE_CONNECTION_TIMEOUT_S
+    disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
     server: _Server
 
     def version_string(self) -> str:

@@ -94,12 +94,12 @@ def _serial(name: str) -> str:
 def _select(obj: dict[str, Any], fields: list[str] | None) -> dict[str, Any]:
     """``id`` plus the named attributes; ``pool.name`` picks from a reference."""
     if fields is None:
-        return dict(obj)
+        return {k: v for k, v in obj.items() if v is not None}
     out: dict[str, Any] = {"id": obj["id"]} if "id" in obj else {}
     for f in fields:
         head, _, rest = f.partition(".")
-        if head not in obj:
-            continue  # attributes this array does not model are left out
+        if obj.get(head) is None:
+            continue  # unset attributes are left out, as the array does
         value = obj[head]
         if isinstance(value, dict) and "id" in value and set(value) != {"id"} and not rest:
             out[head] = {"id": value["id"]}  # a reference answers with its id unless asked for more
@@ -285,9 +285,8 @@ class UnityArray(SimHttpsServer):
         compact = req.query.get("compact", "").lower() == "true"
         now = unity_time(self._now())
         query = unquote(req.raw_query)
-        base_query = "&".join(p for p in (query, "per_page=2000") if p)
-        if compact and "compact=" not in query:
-            base_query += "&compact=true"
+        kept = [p for p in query.split("&") if p and not p.lower().startswith(("compact=", "per_page="))]
+        base_query = "&".join([*kept, "per_page=2000", *(["compact=true"] if compact else [])])
         type_path = req.path.rstrip("/")
         instance_base = self._base_url(
             req, type_path.replace("/api/types/", "/api/instances/").rsplit("/", 1)[0]
@@ -661,7 +660,6 @@ class UnityArray(SimHttpsServer):
                 "snapsSize": 0,
                 "snapsSizeAllocated": 0,
                 "snapCount": 0,
-                "hostAccess": [],
                 "storageResource": {"id": lid},
             }
             if first_pool is not None:
@@ -684,6 +682,7 @@ class UnityArray(SimHttpsServer):
             return [self._query_obj(q) for q in self._queries.values()]
 
     def _create_query(self, req: Request) -> Response:
+        compact = req.query.get("compact", "").lower() == "true"
         try:
             body = req.json()
         except ValueError:
@@ -711,6 +710,8 @@ class UnityArray(SimHttpsServer):
             self._queries[q.id] = q
             obj = self._query_obj(q)
         self._wake.set()
+        if compact:
+            return json_response(201, {"content": obj})
         return json_response(
             201,
             {
