@@ -30,7 +30,14 @@ $(BIN)/govc:
 	@mkdir -p $(BIN)
 	$(GOENV) go install github.com/vmware/govmomi/govc@$(GOVMOMI_VERSION)
 
-install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc
+# The simulated vCenter: vcsim's v0.46.3 simulator library shaped like the inventory (topology, VM
+# names, task latency with jitter, injected task failures). Built offline from the module cache
+# that installing vcsim filled.
+VCSIMLAB := labctl/sim/vcenter/vcsimlab
+$(BIN)/labctl-vcsim: $(BIN)/vcsim $(wildcard $(VCSIMLAB)/*.go) $(VCSIMLAB)/go.mod $(VCSIMLAB)/go.sum
+	cd $(VCSIMLAB) && $(GOENV) go build -o $@ .
+
+install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim
 
 demo: install
 	$(VENV)/bin/labctl inventory validate

@@ -1,0 +1,233 @@
+"""The simulated lab's run-time folder and state file (`.labctl/sim/state.json`).
+
+`labctl sim up` (or :class:`labctl.sim.lab.SimulatedLab`) writes the state file once every
+process answers; `status`, `down` and :meth:`SimulatedLab.attach` read it. It records what a later
+command needs to find and stop what `up` started: the processes (pid plus a marker string that is
+on their command line, so a recycled pid is never signalled), the lab file and configuration, the
+lab clock's anchor and scale, and every endpoint with kind/name/host/port.
+
+The folder is the project's `.labctl/sim/` (git-ignored, next to the generated `secrets.yaml`
+that :mod:`labctl.inventory.credentials` falls back to), or `$LABCTL_STATE_DIR` (tests use tmp
+dirs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from labctl.clock import LabClock
+from labctl.inventory.credentials import SIM_SECRETS_FILE
+from labctl.sim.endpoint import EndpointInfo
+
+STATE_DIR_VAR = "LABCTL_STATE_DIR"
+STATE_FILE = "state.json"
+LOCK_FILE = "up.lock"
+SIMD_READY_FILE = "simd.ready.json"
+SIMD_LOG = "simd.log"
+STATE_VERSION = 1
+
+
+def default_state_dir() -> Path:
+    """The project's run-time folder for the simulated lab (where `secrets.yaml` lands too)."""
+    return SIM_SECRETS_FILE.parent
+
+
+def resolve_state_dir(state_dir: str | os.PathLike[str] | None = None) -> Path:
+    """``state_dir`` if given, else ``$LABCTL_STATE_DIR``, else the project's `.labctl/sim/`."""
+    if state_dir is not None:
+        return Path(state_dir).resolve()
+    env = os.environ.get(STATE_DIR_VAR)
+    if env:
+        return Path(env).resolve()
+    return default_state_dir()
+
+
+@dataclass(frozen=True)
+class ProcessRecord:
+    role: str  # "simd", "vcsim:<vcenter name>"
+    pid: int
+    marker: str  # a string on the process's command line (the state dir): guards against pid reuse
+    log: str = ""
+
+
+@dataclass(frozen=True)
+class SkippedKind:
+    kind: str
+    reason: str
+
+
+@dataclass
+class SimState:
+    lab_file: str
+    configuration: str | None
+    lab_name: str
+    state_dir: str
+    anchor_wall_s: float
+    time_scale: float
+    processes: list[ProcessRecord]
+    endpoints: list[EndpointInfo]
+    skipped: list[SkippedKind] = field(default_factory=list)
+    secrets_file: str = ""
+    twin: str = ""
+    faults: list[str] = field(default_factory=list)  # KIND:TARGET[,TARGET] (after_s/probability in notes)
+    control: dict[str, Any] = field(default_factory=dict)  # simd's control port: host, port, token
+    started_at: float = 0.0
+    startup_s: float = 0.0
+    version: int = STATE_VERSION
+
+    @property
+    def clock(self) -> LabClock:
+        return LabClock(scale=self.time_scale, anchor_wall_s=self.anchor_wall_s)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SimState:
+        data = dict(data)
+        data["processes"] = [ProcessRecord(**p) for p in data.get("processes", [])]
+        data["endpoints"] = [EndpointInfo(**e) for e in data.get("endpoints", [])]
+        data["skipped"] = [SkippedKind(**s) for s in data.get("skipped", [])]
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def state_path(state_dir: Path) -> Path:
+    return state_dir / STATE_FILE
+
+
+def read_state(state_dir: Path) -> SimState | None:
+    """The state file, or None if there is none (or it is unreadable: a crashed `up`)."""
+    path = state_path(state_dir)
+    try:
+        return SimState.from_dict(json.loads(path.read_text()))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def write_text_atomic(path: Path, data: str, mode: int = 0o600) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.write(fd, data.encode())
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def write_state(state: SimState) -> None:
+    write_text_atomic(state_path(Path(state.state_dir)), state.to_json())
+
+
+def remove_state(state_dir: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        state_path(state_dir).unlink()
+
+
+def ensure_state_dir(state_dir: Path) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        state_dir.chmod(0o700)  # secrets, keys and certificates live here
+
+
+@contextlib.contextmanager
+def up_lock(state_dir: Path) -> Iterator[None]:
+    """Serialise `up`/`down` on one state dir (two `labctl sim up` at once)."""
+    import fcntl
+
+    ensure_state_dir(state_dir)
+    fd = os.open(state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+# --- processes -----------------------------------------------------------------------------------
+
+
+def _proc_state(pid: int) -> str | None:
+    """The process state letter from /proc (``Z`` for a zombie), or None if there is no process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    except OSError:
+        return "?"
+    # "pid (comm) S ..." -- comm may hold spaces and parentheses
+    return stat.rsplit(")", 1)[-1].split()[0]
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def is_running(proc: ProcessRecord) -> bool:
+    """The process is alive (not a zombie) and still the one we started (marker on its cmdline)."""
+    st = _proc_state(proc.pid)
+    if st is None or st in ("Z", "X"):
+        return False
+    return proc.marker in cmdline(proc.pid)
+
+
+def _signal(proc: ProcessRecord, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        # Our processes lead their own process group (start_new_session): signal the group so
+        # anything they started goes too -- but only if the pid still leads that group.
+        if os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, sig)
+        else:
+            os.kill(proc.pid, sig)
+
+
+def stop_processes(
+    procs: list[ProcessRecord],
+    term_timeout_s: float = 5.0,
+    kill_timeout_s: float = 3.0,
+    children: Mapping[int, subprocess.Popen[bytes]] | None = None,
+) -> list[ProcessRecord]:
+    """SIGTERM each process we started, SIGKILL after ``term_timeout_s``. Returns survivors (none).
+
+    ``children`` are the Popen objects when this process started them (a SimulatedLab): they are
+    polled so no zombie is left behind. A zombie counts as stopped either way.
+    """
+    children = children or {}
+    live = [p for p in procs if is_running(p)]
+    for p in live:
+        _signal(p, signal.SIGTERM)
+    deadline = time.monotonic() + term_timeout_s
+    while live and time.monotonic() < deadline:
+        _reap(children)
+        live = [p for p in live if is_running(p)]
+        if live:
+            time.sleep(0.05)
+    for p in live:
+        _signal(p, signal.SIGKILL)
+    deadline = time.monotonic() + kill_timeout_s
+    while live and time.monotonic() < deadline:
+        _reap(children)
+        live = [p for p in live if is_running(p)]
+        if live:
+            time.sleep(0.05)
+    return live
+
+
+def _reap(children: Mapping[int, subprocess.Popen[bytes]]) -> None:
+    for child in children.values():
+        child.poll()

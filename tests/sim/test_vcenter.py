@@ -1,0 +1,216 @@
+"""The simulated vCenter, driven with pyVmomi over HTTPS (TLS verified against the lab's CA)."""
+
+from __future__ import annotations
+
+import ssl
+import statistics
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyVim.connect import Disconnect, SmartConnect
+from pyVmomi import vim
+
+from labctl.errors import BadInputError
+from labctl.inventory import load_lab, resolve_credential
+from labctl.inventory.model import Lab
+from labctl.sim.certs import CA_FILE
+from labctl.sim.lab import SimulatedLab
+from labctl.sim.vcenter.topology import TASK_LATENCY_LAB_S, host_names, simulator_config, topology
+from tests.labfiles import make_test_lab
+
+DEADLINE_S = 10.0
+
+
+# --- topology (no processes) ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Lab:
+    return load_lab(make_test_lab(tmp_path, clients=1), every_machine=True)
+
+
+def test_topology_follows_the_inventory(lab: Lab) -> None:
+    topo = topology(lab, lab.vcenters["vc-01"])
+    assert [dc.name for dc in topo.datacenters] == ["DC0"]
+    assert list(topo.hosts) == ["esx-vdi-01", "esx-vdi-02"]
+    assert [v.name for v in topo.vms] == [f"vdi-{i:03d}" for i in range(1, 11)]
+    # round robin over the hosts, generated guest IPs where the inventory has none
+    assert [v.host for v in topo.vms[:3]] == ["esx-vdi-01", "esx-vdi-02", "esx-vdi-01"]
+    assert topo.vms[0].guest_ip == "10.250.0.1"
+    assert (topo.host, topo.port) == (lab.vcenters["vc-01"].url.split("//")[1].split(":")[0], 8989)
+
+
+def test_vm_on_unknown_host_names_the_valid_hosts(tmp_path: Path) -> None:
+    path = make_test_lab(tmp_path, clients=1)
+    path.write_text(path.read_text().replace("tags: [vdi]}", "tags: [vdi], host: esx-nowhere}"))
+    bad = load_lab(path, every_machine=True)
+    with pytest.raises(BadInputError, match=r"vdi-001: host 'esx-nowhere'.*esx-vdi-01, esx-vdi-02"):
+        topology(bad, bad.vcenters["vc-01"])
+
+
+def test_task_latency_is_in_lab_seconds(lab: Lab) -> None:
+    topo = topology(lab, lab.vcenters["vc-01"])
+    cfg = simulator_config(
+        topo, username="u", password="p", time_scale=60, faults=[], seed=1, ready_file="r", datastore_dir="d"
+    )
+    assert cfg["task_delay_ms"]["PowerOn"] == round(TASK_LATENCY_LAB_S["PowerOn"] * 1000 / 60)
+    assert cfg["task_jitter"] > 0
+    assert cfg["datacenters"][0]["clusters"][0]["hosts"] == host_names(
+        lab.vcenters["vc-01"].datacenters[0].clusters[0]
+    )
+
+
+# --- over the wire -------------------------------------------------------------------------------
+
+
+@contextmanager
+def connect(sim: SimulatedLab, password: str | None = None) -> Iterator[Any]:
+    vc = sim.lab.vcenters["vc-01"]
+    ep = sim.endpoint("vcenter", "vc-01")
+    ctx = ssl.create_default_context(cafile=str(sim.state_dir / CA_FILE))  # verified: IP in the SAN
+    si = SmartConnect(
+        host=ep.host,
+        port=ep.port,
+        user=vc.user,
+        pwd=password if password is not None else resolve_credential(vc.password, "vc-01"),
+        sslContext=ctx,
+        httpConnectionTimeout=10,
+    )
+    try:
+        yield si
+    finally:
+        Disconnect(si)
+
+
+def vms_by_name(si: Any) -> dict[str, Any]:
+    content = si.RetrieveContent()
+    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
+    try:
+        return {vm.name: vm for vm in view.view}
+    finally:
+        view.Destroy()
+
+
+def wait_task(task: Any, timeout_s: float = DEADLINE_S) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while task.info.state in ("queued", "running"):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"task {task.info.name} still {task.info.state} after {timeout_s} s")
+        time.sleep(0.005)
+    return task.info
+
+
+def wait_for(predicate: Any, what: str, timeout_s: float = DEADLINE_S, step_s: float = 0.005) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(step_s)
+
+
+def guest_ready(vm: Any) -> bool:
+    return bool(vm.guest.toolsRunningStatus == "guestToolsRunning")
+
+
+pytestmark = pytest.mark.integration
+
+
+def test_login_with_the_generated_secret_only(shared_sim_lab: SimulatedLab) -> None:
+    with connect(shared_sim_lab) as si:
+        assert "govmomi simulator" in si.content.about.fullName
+    with pytest.raises(vim.fault.InvalidLogin), connect(shared_sim_lab, password="wrong"):
+        pass
+
+
+def test_inventory_has_the_labs_names(shared_sim_lab: SimulatedLab) -> None:
+    lab = shared_sim_lab.lab
+    with connect(shared_sim_lab) as si:
+        content = si.RetrieveContent()
+        (dc,) = content.rootFolder.childEntity
+        assert dc.name == "DC0"
+        (cluster,) = dc.hostFolder.childEntity
+        assert cluster.name == "VDI"
+        assert sorted(h.name for h in cluster.host) == ["esx-vdi-01", "esx-vdi-02"]
+        hw = cluster.host[0].summary.hardware
+        assert (hw.numCpuCores, hw.cpuMhz, hw.memorySize) == (16, 2600, 256 * 1024**3)
+        vms = vms_by_name(si)
+        assert sorted(vms) == sorted(m.name for m in lab.vms)
+        assert {vm.runtime.powerState for vm in vms.values()} == {"poweredOff"}
+        assert not any(guest_ready(vm) for vm in vms.values())
+        assert content.searchIndex.FindByInventoryPath("DC0/vm/vdi-001") is not None
+
+
+def test_guest_becomes_ready_only_after_the_twins_boot_time(shared_sim_lab: SimulatedLab) -> None:
+    sim = shared_sim_lab
+    clock = sim.clock
+    with connect(sim) as si:
+        vm = vms_by_name(si)["vdi-001"]
+        info = wait_task(vm.PowerOnVM_Task())
+        assert info.state == "success"
+        on_at = clock.now()
+        assert vm.runtime.powerState == "poweredOn"
+        assert not guest_ready(vm)  # just powered on: the OS is booting
+        wait_for(lambda: guest_ready(vm), "the guest of vdi-001 to be ready")
+        booted_after = clock.now() - on_at
+        # the placeholder boots a VM in 1 + 30 lab s; any twin takes a while
+        assert booted_after >= (29 if sim.state.twin == "placeholder" else 10)
+        g = vm.guest
+        assert (g.toolsStatus, g.guestState, g.hostName, g.ipAddress) == (
+            "toolsOk",
+            "running",
+            "vdi-001",
+            "10.250.0.1",
+        )
+        assert vm.summary.guest.ipAddress == "10.250.0.1"
+
+        # a reset: the guest goes down and comes back after another boot
+        wait_task(vm.ResetVM_Task())
+        wait_for(lambda: not guest_ready(vm), "the guest to go down on reset")
+        wait_for(lambda: guest_ready(vm), "the guest to come back after the reset")
+
+        # power off: no tools, no IP, as a real vCenter shows an off VM
+        assert wait_task(vm.PowerOffVM_Task()).state == "success"
+        wait_for(lambda: not guest_ready(vm), "the guest to be cleared at power off")
+        assert vm.guest.ipAddress is None and vm.guest.hostName is None
+
+
+def test_power_tasks_take_lab_time_with_spread(shared_sim_lab: SimulatedLab) -> None:
+    scale = shared_sim_lab.clock.scale
+    mean_s = TASK_LATENCY_LAB_S["PowerOn"] / scale
+    names = [f"vdi-{i:03d}" for i in range(2, 10)]
+    durations = []
+    with connect(shared_sim_lab) as si:
+        vms = vms_by_name(si)
+        tasks = [vms[n].PowerOnVM_Task() for n in names]
+        for task in tasks:
+            info = wait_task(task)
+            assert info.state == "success"
+            durations.append((info.completeTime - info.startTime).total_seconds())
+        for n in names:
+            wait_task(vms[n].PowerOffVM_Task())
+    assert all(0.3 * mean_s < d < 4 * mean_s for d in durations), durations
+    assert statistics.pstdev(durations) > 0.02 * mean_s, durations  # not all the same latency
+
+
+def test_vcenter_task_fails_fault_ends_power_tasks_in_error(start_sim) -> None:
+    sim = start_sim(faults="- {kind: vcenter_task_fails, targets: [vdi-003]}")
+    with connect(sim) as si:
+        vms = vms_by_name(si)
+        info = wait_task(vms["vdi-003"].PowerOnVM_Task())
+        assert info.state == "error"
+        assert isinstance(info.error, vim.fault.GenericVmConfigFault)
+        assert "vcenter_task_fails" in info.error.reason
+        assert vms["vdi-003"].runtime.powerState == "poweredOff"
+        # the others are not affected, and the batched call fails only the faulty VM's subtask
+        (dc,) = si.RetrieveContent().rootFolder.childEntity
+        multi = wait_task(dc.PowerOnMultiVM_Task(vm=[vms["vdi-003"], vms["vdi-004"]]))
+        assert multi.state == "success"
+        results = {a.vm.name: wait_task(a.task).state for a in multi.result.attempted}
+        assert results == {"vdi-003": "error", "vdi-004": "success"}
+        wait_for(lambda: guest_ready(vms["vdi-004"]), "vdi-004's guest")
+        assert not guest_ready(vms["vdi-003"])
+        assert vms["vdi-003"].runtime.powerState == "poweredOff"
