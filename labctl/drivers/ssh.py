@@ -14,7 +14,7 @@ import shlex
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -354,6 +354,18 @@ class SshPool:
             else:
                 self._evict_locked()
 
+    def stream(
+        self,
+        target: SshTarget,
+        argv: Sequence[str] | str,
+        *,
+        idle_timeout_s: float = 60.0,
+        action: str | None = None,
+    ) -> SshStream:
+        """Start a long-running command and read its output line by line."""
+        command = argv if isinstance(argv, str) else join_command(argv, target.shell)
+        return SshStream(self, target, command, idle_timeout_s, action or f"stream {command[:60]}")
+
     def forget(self, target: SshTarget) -> None:
         """Drop a cached connection (e.g. after the machine rebooted)."""
         with self._lock:
@@ -515,3 +527,91 @@ class SshPool:
             "the machine may have rebooted or lost its network; check it and retry",
             kind="dropped",
         )
+
+
+class SshStream:
+    """A long-running command whose stdout is read line by line (``typeperf`` without ``-sc``).
+
+    Iterate :meth:`lines`; :meth:`close` (from any thread) ends the command by closing the
+    channel. A connection that drops mid-stream raises :class:`SshError` (kind ``dropped``);
+    ``idle_timeout_s`` without a line raises :class:`SshTimeout`.
+    """
+
+    def __init__(self, pool: SshPool, target: SshTarget, command: str, idle_timeout_s: float, action: str):
+        self.pool = pool
+        self.target = target
+        self.command = command
+        self.idle_timeout_s = idle_timeout_s
+        self.action = action
+        self._closed = threading.Event()
+        self._conn = pool._acquire(target, action)
+        transport = self._conn.client.get_transport()
+        try:
+            if transport is None:
+                raise paramiko.SSHException("no transport")
+            self._chan = transport.open_session(timeout=pool.connect_timeout_s)
+            self._chan.exec_command(command)
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            pool._release(target, self._conn, True)
+            raise SshError(
+                target.endpoint,
+                action,
+                f"cannot start the command: {exc or type(exc).__name__}",
+                "retry",
+                kind="dropped",
+            ) from None
+        self.exit_status: int | None = None
+        self._dropped = False
+
+    def lines(self) -> Iterator[str]:
+        buf = b""
+        last = time.monotonic()
+        try:
+            while not self._closed.is_set():
+                self._chan.settimeout(0.2)
+                try:
+                    data = self._chan.recv(65536)
+                except TimeoutError:
+                    if time.monotonic() - last > self.idle_timeout_s:
+                        raise SshTimeout(
+                            self.target.endpoint,
+                            self.action,
+                            f"no output for {self.idle_timeout_s:g} s",
+                            "check the machine is not hung",
+                        ) from None
+                    continue
+                except (paramiko.SSHException, EOFError, OSError):
+                    data = b""
+                if not data:
+                    break
+                last = time.monotonic()
+                buf += data
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    yield line.decode("utf-8", "replace").rstrip("\r")
+            if buf and not self._closed.is_set():
+                yield buf.decode("utf-8", "replace").rstrip("\r")
+            if self._closed.is_set():
+                return
+            self._chan.status_event.wait(1.0)
+            if self._chan.exit_status == -1:
+                self._dropped = True
+                raise SshError(
+                    self.target.endpoint,
+                    self.action,
+                    "the connection dropped before the command finished (no exit status)",
+                    "the machine may have rebooted or lost its network",
+                    kind="dropped",
+                )
+            self.exit_status = self._chan.exit_status
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        try:
+            self._chan.close()
+        finally:
+            self.pool._release(self.target, self._conn, self._dropped)

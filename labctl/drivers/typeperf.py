@@ -273,3 +273,32 @@ def query_objects(counters: Iterable[str]) -> list[str]:
     for c in counters:
         seen.setdefault(CounterPath.parse(c).obj, None)
     return list(seen)
+
+
+class PdhStream:
+    """Parse typeperf output one line at a time (``typeperf ... -si S`` without ``-sc`` streams)."""
+
+    def __init__(self, machine: str, *, utc_bias_min: int = 0, memory_total_mb: float | None = None):
+        self.machine = machine
+        self.utc_bias_min = utc_bias_min
+        self.memory_total_mb = memory_total_mb
+        self.header: str | None = None
+
+    def feed(self, line: str) -> list[Reading]:
+        s = line.strip()
+        if not s:
+            return []
+        if self.header is None:
+            if s.startswith('"(PDH-CSV'):
+                self.header = s
+            elif s.lower().startswith("error"):
+                raise TypeperfError(f"typeperf reported: {s}")
+            return []
+        if not s.startswith('"'):
+            return []  # "Exiting, please wait..." and the like
+        return samples_from_pdh(
+            self.header + "\n" + s,
+            self.machine,
+            utc_bias_min=self.utc_bias_min,
+            memory_total_mb=self.memory_total_mb,
+        )

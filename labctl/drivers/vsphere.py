@@ -96,6 +96,7 @@ class TaskOutcome:
     state: str  # "success", "error", "timeout", "not_attempted", "dispatch_error"
     error: str | None = None
     finished_wall: float | None = None  # time.time() when the collector reported the end
+    started_wall: float | None = None  # when vCenter started it (TaskInfo.startTime), or the call time
 
     @property
     def ok(self) -> bool:
@@ -142,10 +143,13 @@ def fault_message(fault: Any) -> str:
         msg = getattr(inner, "msg", "") or ""
     if not msg:
         msg = getattr(fault, "msg", "") or ""
-    kind = type(inner if inner is not None else fault).__name__.split(".")[-1]
+    f = inner if inner is not None else fault
+    kind = type(f).__name__.split(".")[-1]
     msg = msg.strip()
     if msg.startswith("*types."):
         msg = ""
+    if not msg and getattr(f, "existingState", None):
+        msg = f"the VM is {f.existingState}"
     return f"{kind}: {msg}" if msg else kind
 
 
@@ -464,7 +468,9 @@ class VCenterClient:
             members = by_dc[dc_id]
             if not outcome.ok or result is None:
                 for n in members:
-                    outcomes[n] = TaskOutcome(outcome.state, outcome.error, outcome.finished_wall)
+                    outcomes[n] = TaskOutcome(
+                        outcome.state, outcome.error, outcome.finished_wall, outcome.started_wall
+                    )
                 continue
             seen = set()
             for att in result.attempted or []:
@@ -475,7 +481,7 @@ class VCenterClient:
                 if att.task is not None:
                     vm_tasks[name] = att.task
                 else:
-                    outcomes[name] = TaskOutcome("success", None, outcome.finished_wall)
+                    outcomes[name] = TaskOutcome("success", None, outcome.finished_wall, outcome.started_wall)
             for na in result.notAttempted or []:
                 name = moid_to_name.get(na.vm._moId) if na.vm is not None else None
                 if name is not None:
@@ -498,6 +504,7 @@ class VCenterClient:
         }
         tasks: dict[str, Any] = {}
         stamps: list[float] = []
+        called: dict[str, float] = {}
         lock = threading.Lock()
 
         def start(name: str) -> None:
@@ -508,10 +515,12 @@ class VCenterClient:
                 with lock:
                     outcomes[name] = TaskOutcome("dispatch_error", exc.reason)
                 return
+            now = time.time()
             with lock:
-                stamps.append(time.time())
+                stamps.append(now)
+                called[name] = now
                 if res is None:  # guest operations are calls, not tasks
-                    outcomes[name] = TaskOutcome("success", None, time.time())
+                    outcomes[name] = TaskOutcome("success", None, now, now)
                 else:
                     tasks[name] = res
 
@@ -522,7 +531,7 @@ class VCenterClient:
                 outcomes[name] = outcome
         else:
             for name in tasks:
-                outcomes[name] = TaskOutcome("success", None, None)
+                outcomes[name] = TaskOutcome("success", None, None, called.get(name))
         return BatchResult(
             outcomes, min(stamps) if stamps else None, max(stamps) if stamps else None, len(refs)
         )
@@ -549,7 +558,7 @@ class VCenterClient:
         """Wait for many tasks with one filter and ``WaitForUpdatesEx``; per key (outcome, result)."""
         if not tasks:
             return {}
-        paths = ["info.state", "info.error"] + (["info.result"] if with_result else [])
+        paths = ["info.state", "info.error", "info.startTime"] + (["info.result"] if with_result else [])
         by_moid = {t._moId: k for k, t in tasks.items()}
         state: dict[str, dict[str, Any]] = {k: {} for k in tasks}
         done: dict[str, float] = {}
@@ -575,12 +584,19 @@ class VCenterClient:
         for key in tasks:
             s = state[key]
             st = s.get("info.state")
+            started = _epoch(s.get("info.startTime"))
             if st == "success":
-                out[key] = (TaskOutcome("success", None, done.get(key)), s.get("info.result"))
+                out[key] = (TaskOutcome("success", None, done.get(key), started), s.get("info.result"))
             elif st == "error":
-                out[key] = (TaskOutcome("error", fault_message(s.get("info.error")), done.get(key)), None)
+                out[key] = (
+                    TaskOutcome("error", fault_message(s.get("info.error")), done.get(key), started),
+                    None,
+                )
             else:
-                out[key] = (TaskOutcome("timeout", f"still {st or 'queued'} after {timeout_s:g} s"), None)
+                out[key] = (
+                    TaskOutcome("timeout", f"still {st or 'queued'} after {timeout_s:g} s", None, started),
+                    None,
+                )
         return out
 
     def _watch(

@@ -134,6 +134,10 @@ class StorageDriver(ABC):
     @abstractmethod
     def open(self) -> StorageDriver: ...
 
+    @property
+    @abstractmethod
+    def is_open(self) -> bool: ...
+
     @abstractmethod
     def close(self) -> None:
         """Stop any metric query and log out; never raises."""

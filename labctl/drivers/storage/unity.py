@@ -111,6 +111,10 @@ class UnityDriver(StorageDriver):
                 raise
             return self
 
+    @property
+    def is_open(self) -> bool:
+        return self._session is not None and self._csrf is not None
+
     def _login(self) -> None:
         assert self._session is not None
         password = resolve_credential(self.array.password, self.endpoint)

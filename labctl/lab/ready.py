@@ -1,0 +1,335 @@
+"""``wait_ready``: wait until machines are up, each with its own outcome.
+
+Per machine the outcome is *ready at lab time t*, *timed out* (with what was last seen), or
+*error* (with the reason, e.g. credentials rejected). One machine failing never loses the
+others: every kind is watched in its own thread and every machine gets an outcome.
+
+What "ready" means, by kind:
+- **client**: the streaming server reports the device active with a boot time (agent up), as the
+  2007 paper measures boot time; with no streaming server, the machine answers ``hostname``
+  over SSH. The boot time and session retries the server reports are kept.
+- **server**: Redfish ``PowerState`` is ``On`` and, when the inventory gives SSH access, the OS
+  answers ``hostname``.
+- **vm**: powered on with guest tools running and an IP address, watched through vCenter's
+  property collector (``WaitForUpdatesEx``), not polled per VM.
+
+``expect_boot``: the machines were just told to (re)boot, so one that looks ready at the first
+look is only counted once it has been seen not ready (the streaming server still shows the
+previous session for a moment after a reboot command). It applies to clients and servers;
+vCenter reports a VM's guest state itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from labctl.drivers.ssh import SshError
+from labctl.errors import EndpointError
+from labctl.inventory.model import Machine, MachineKind
+from labctl.lab.session import LabSession, kinds
+
+
+@dataclass(frozen=True)
+class Readiness:
+    machine: str
+    kind: str
+    state: str  # "ready", "timeout", "error"
+    at: float | None = None  # lab time it was seen ready
+    boot_time_s: float | None = None  # as the streaming server reports it (clients)
+    retries: int | None = None  # session retries the streaming server reports (clients)
+    detail: str = ""
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "ready"
+
+
+class _Tracker:
+    """Shared bookkeeping: who is ready, who was seen down, last error per machine."""
+
+    def __init__(self, session: LabSession, machines: list[Machine], expect_boot: bool):
+        self.s = session
+        self.machines = machines
+        self.expect_boot = expect_boot
+        self.lock = threading.Lock()
+        self.ready: dict[str, Readiness] = {}
+        self.seen_down: set[str] = set()
+        self.errors: dict[str, str] = {}
+        self.observed: set[str] = set()  # at least one successful observation
+        self.last: dict[str, str] = {}
+
+    def pending(self) -> list[Machine]:
+        with self.lock:
+            return [m for m in self.machines if m.name not in self.ready]
+
+    def down(self, m: Machine, detail: str) -> None:
+        with self.lock:
+            self.seen_down.add(m.name)
+            self.observed.add(m.name)
+            self.last[m.name] = detail
+            self.errors.pop(m.name, None)
+
+    def error(self, m: Machine, reason: str) -> None:
+        with self.lock:
+            self.errors[m.name] = reason
+
+    def up(
+        self, m: Machine, *, boot_time_s: float | None = None, retries: int | None = None, detail: str = ""
+    ) -> bool:
+        with self.lock:
+            self.observed.add(m.name)
+            self.errors.pop(m.name, None)
+            if m.name in self.ready:
+                return True
+            if self.expect_boot and m.name not in self.seen_down:
+                self.last[m.name] = "still up from before the boot"
+                return False
+            r = Readiness(m.name, m.kind.value, "ready", self.s.clock.now(), boot_time_s, retries, detail)
+            self.ready[m.name] = r
+        ev = (
+            {"boot_time_s": boot_time_s, "retries": retries}
+            if boot_time_s is not None or retries is not None
+            else {}
+        )
+        self.s.timeline.append("ready", m.name, machine_kind=m.kind.value, detail=detail, **ev)
+        self.s.state_changed(m, "on", "ready")
+        return True
+
+
+def _sleep_poll(session: LabSession, deadline: float) -> bool:
+    """Sleep one poll interval, not past the deadline; False once the deadline has passed."""
+    clock = session.clock
+    remaining = deadline - clock.now()
+    if remaining <= 0:
+        return False
+    wall = max(session.settings.ready_poll_min_wall_s, clock.to_wall_s(session.settings.ready_poll_lab_s))
+    time.sleep(min(wall, clock.to_wall_s(remaining)))
+    return True
+
+
+def _answers(session: LabSession, m: Machine) -> tuple[bool, str]:
+    """Whether the machine runs ``hostname`` over SSH; (False, why) otherwise. Auth errors raise."""
+    try:
+        res = session.ssh.run(
+            session.ssh_target(m),
+            ["hostname"],
+            timeout_s=min(30.0, session.settings.ssh_command_timeout_s),
+            action="check it is up (hostname)",
+        )
+    except SshError as exc:
+        if exc.kind in ("auth", "hostkey"):
+            raise
+        session.ssh.forget(session.ssh_target(m))
+        return False, exc.reason
+    except EndpointError as exc:
+        if "timed out" in exc.reason or "within" in exc.reason:
+            return False, exc.reason
+        raise
+    return res.ok, "" if res.ok else f"hostname exited {res.exit_status}"
+
+
+def _watch_clients(t: _Tracker, clients: list[Machine], deadline: float) -> None:
+    s = t.s
+    use_pvs = bool(s.streaming_servers)
+    while True:
+        pending = [m for m in t.pending() if m.kind is MachineKind.CLIENT and m in clients]
+        if not pending:
+            return
+        ssh_check: list[Machine] = []
+        if use_pvs:
+            devices, errors = s.power.device_status()
+            if errors and not devices:
+                ssh_check = pending  # no streaming server answered: fall back to SSH
+                for m in pending:
+                    t.error(m, "device status unavailable: " + "; ".join(errors.values()))
+            else:
+                for m in pending:
+                    d = devices.get(m.name) or (devices.get(m.mac) if m.mac else None)
+                    if d is not None and d.active and d.boot_time_s is not None:
+                        t.up(
+                            m,
+                            boot_time_s=d.boot_time_s,
+                            retries=d.retries,
+                            detail=f"active on {d.server or '?'}",
+                        )
+                    else:
+                        t.down(
+                            m,
+                            "booting (active, no boot time yet)"
+                            if d is not None and d.active
+                            else "not active on the streaming server",
+                        )
+        else:
+            ssh_check = pending
+        if ssh_check:
+
+            def probe(m: Machine) -> None:
+                try:
+                    ok, why = _answers(s, m)
+                except EndpointError as exc:
+                    t.error(m, str(exc))
+                    return
+                if ok:
+                    t.up(m, detail="answers over SSH")
+                else:
+                    t.down(m, why or "no SSH answer")
+
+            with ThreadPoolExecutor(max_workers=min(64, len(ssh_check))) as pool:
+                list(pool.map(probe, ssh_check))
+        if not _sleep_poll(s, deadline):
+            return
+
+
+def _watch_servers(t: _Tracker, servers: list[Machine], deadline: float) -> None:
+    s = t.s
+
+    def one(m: Machine) -> None:
+        try:
+            ps = s.redfish(m).power_state() if m.bmc is not None else "On"
+        except EndpointError as exc:
+            t.error(m, str(exc))
+            return
+        if ps != "On":
+            t.down(m, f"PowerState {ps}")
+            return
+        if m.ssh is None:
+            t.up(m, detail="PowerState On")
+            return
+        try:
+            ok, why = _answers(s, m)
+        except EndpointError as exc:
+            t.error(m, str(exc))
+            return
+        if ok:
+            t.up(m, detail="PowerState On, answers over SSH")
+        else:
+            t.down(m, f"PowerState On, OS not answering: {why}")
+
+    while True:
+        pending = [m for m in t.pending() if m in servers]
+        if not pending:
+            return
+        with ThreadPoolExecutor(max_workers=min(s.settings.redfish_workers, len(pending))) as pool:
+            list(pool.map(one, pending))
+        if not _sleep_poll(s, deadline):
+            return
+
+
+def _watch_vms(t: _Tracker, vms: list[Machine], deadline: float) -> None:
+    s = t.s
+    by_vc: dict[str, list[Machine]] = {}
+    for m in vms:
+        by_vc.setdefault(m.vcenter or "", []).append(m)
+
+    def one_vc(item: tuple[str, list[Machine]]) -> None:
+        vc_name, ms = item
+        by_name = {m.name: m for m in ms}
+        try:
+            vc = s.vcenter(vc_name)
+        except EndpointError as exc:
+            for m in ms:
+                t.error(m, str(exc))
+            return
+
+        def on_ready(name: str, _wall: float) -> None:
+            m = by_name.get(name)
+            if m is not None:
+                t.up(m, detail="guest up")
+
+        # vCenter reports the guest state itself; expect_boot does not apply to VMs
+        with t.lock:
+            t.seen_down.update(by_name)
+        remaining = s.clock.to_wall_s(max(0.0, deadline - s.clock.now()))
+        try:
+            out = vc.wait_ready(
+                list(by_name),
+                timeout_s=max(0.5, remaining),
+                require_tools=s.settings.vm_ready_requires_tools,
+                require_ip=s.settings.vm_ready_requires_ip,
+                on_ready=on_ready,
+            )
+        except EndpointError as exc:
+            for m in ms:
+                t.error(m, str(exc))
+            return
+        for name, o in out.items():
+            m = by_name[name]
+            if o.state == "error":
+                t.error(m, o.detail)
+            elif o.state == "timeout":
+                t.down(m, o.detail)
+
+    with ThreadPoolExecutor(max_workers=max(1, len(by_vc))) as pool:
+        list(pool.map(one_vc, list(by_vc.items())))
+
+
+def wait_ready(
+    session: LabSession,
+    machines: list[Machine],
+    *,
+    timeout_s: float | None = None,
+    deadline: float | None = None,
+    expect_boot: bool = False,
+) -> dict[str, Readiness]:
+    """Wait until every machine is ready or the deadline (lab time) passes; one outcome each.
+
+    Give ``timeout_s`` (lab seconds from now) or ``deadline`` (absolute lab time).
+    """
+    clock = session.clock
+    if deadline is None:
+        if timeout_s is None:
+            raise ValueError("give timeout_s or deadline")
+        deadline = clock.now() + timeout_s
+    tracker = _Tracker(session, machines, expect_boot)
+    by_kind = kinds(machines)
+    watchers: list[Callable[[], None]] = []
+    if MachineKind.CLIENT in by_kind:
+        watchers.append(lambda: _watch_clients(tracker, by_kind[MachineKind.CLIENT], deadline))
+    if MachineKind.SERVER in by_kind:
+        watchers.append(lambda: _watch_servers(tracker, by_kind[MachineKind.SERVER], deadline))
+    if MachineKind.VM in by_kind:
+        watchers.append(lambda: _watch_vms(tracker, by_kind[MachineKind.VM], deadline))
+    crashes: list[str] = []
+
+    def guard(fn: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                fn()
+            except Exception as exc:  # recorded per machine below
+                crashes.append(f"{type(exc).__name__}: {exc}")
+
+        return run
+
+    threads = [threading.Thread(target=guard(w), daemon=True, name="wait-ready") for w in watchers]
+    for th in threads:
+        th.start()
+    # a watcher blocked in a network call past the deadline must not hold the caller: give each
+    # the time to its deadline plus the longest single call it may be in
+    grace = max(session.settings.redfish_timeout_s, session.settings.ssh_connect_timeout_s) + 5
+    for th in threads:
+        th.join(timeout=max(0.0, clock.to_wall_s(deadline - clock.now())) + grace)
+    out: dict[str, Readiness] = {}
+    with tracker.lock:
+        for m in machines:
+            r = tracker.ready.get(m.name)
+            if r is not None:
+                out[m.name] = r
+                continue
+            if m.name in tracker.errors and m.name not in tracker.observed:
+                out[m.name] = Readiness(m.name, m.kind.value, "error", detail=tracker.errors[m.name])
+            elif crashes and m.name not in tracker.observed:
+                out[m.name] = Readiness(m.name, m.kind.value, "error", detail="; ".join(crashes))
+            else:
+                last = tracker.last.get(m.name) or tracker.errors.get(m.name) or "never seen"
+                out[m.name] = Readiness(
+                    m.name, m.kind.value, "timeout", detail=f"not ready by the deadline: {last}"
+                )
+    for m in machines:
+        r = out[m.name]
+        if r.state != "ready":
+            session.timeline.append(r.state, m.name, machine_kind=m.kind.value, detail=r.detail)
+    return out

@@ -1,0 +1,243 @@
+"""The lab as a test plan speaks to it: one object built from an inventory and a clock.
+
+    with LabSession(lab, clock) as s:
+        report = s.power.on("first-25")                 # WoL burst, spread recorded
+        ready = s.wait_ready("first-25", timeout_s=600)  # per machine: ready at t / timeout / error
+        srcs = s.sources.for_plan()                      # typeperf, PVS, Redfish power, Unity, vCenter
+        s.power.off("first-25")
+
+The session owns the driver objects and reuses them: one SSH pool, one Redfish session per
+BMC, one vCenter session per vCenter, one storage session per array, all closed by
+:meth:`LabSession.close`. Every action and state change goes to :attr:`LabSession.timeline`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from labctl.clock import LabClock
+from labctl.drivers.base import Backoff
+from labctl.drivers.redfish import RedfishClient
+from labctl.drivers.ssh import SshPool, SshTarget
+from labctl.drivers.storage.base import StorageDriver, open_storage
+from labctl.drivers.vsphere import VCenterClient
+from labctl.drivers.wol import WolSender, WolTarget
+from labctl.errors import EndpointError
+from labctl.inventory.model import Lab, Machine, MachineKind, MachineRole
+from labctl.lab.events import Timeline
+from labctl.lab.targets import resolve
+
+if TYPE_CHECKING:
+    from labctl.lab.power import Power
+    from labctl.lab.ready import Readiness
+    from labctl.lab.sources import Sources
+
+
+@dataclass(frozen=True)
+class DriverSettings:
+    """Timeouts (wall seconds: they are about networks, not the lab's physics), pools and retries."""
+
+    ssh_connect_timeout_s: float = 10.0
+    ssh_command_timeout_s: float = 120.0
+    ssh_max_connections: int = 512
+    ssh_max_parallel: int = 64
+    wol_repeat: int = 3
+    wol_gap_s: float = 0.05
+    redfish_timeout_s: float = 15.0
+    redfish_backoff: Backoff = field(default_factory=lambda: Backoff(attempts=4, base_s=0.5, max_s=8.0))
+    redfish_workers: int = 32  # BMCs handled at once (each BMC has its own max_sessions)
+    vcenter_timeout_s: float = 60.0
+    vcenter_page_size: int = 500
+    storage_timeout_s: float = 15.0
+    # readiness
+    ready_poll_lab_s: float = 2.0  # how often client/server readiness is polled, lab seconds
+    ready_poll_min_wall_s: float = 0.1
+    probe_timeout_s: float = 2.0  # TCP probe of an SSH port
+    vm_ready_requires_tools: bool = True
+    vm_ready_requires_ip: bool = True
+
+
+class LabSession:
+    def __init__(
+        self,
+        lab: Lab,
+        clock: LabClock | None = None,
+        *,
+        timeline: Timeline | None = None,
+        settings: DriverSettings | None = None,
+    ):
+        self.lab = lab
+        self.clock = clock or LabClock(scale=lab.time_scale)
+        self.timeline = timeline or Timeline(self.clock)
+        self.settings = settings or DriverSettings()
+        s = self.settings
+        self.ssh = SshPool(
+            max_connections=s.ssh_max_connections,
+            max_parallel=s.ssh_max_parallel,
+            connect_timeout_s=s.ssh_connect_timeout_s,
+            command_timeout_s=s.ssh_command_timeout_s,
+        )
+        self.wol = WolSender(repeat=s.wol_repeat, gap_s=s.wol_gap_s, ssh=self.ssh)
+        self._lock = threading.Lock()
+        self._redfish: dict[str, RedfishClient] = {}
+        self._vcenters: dict[str, VCenterClient] = {}
+        self._storage: dict[str, StorageDriver] = {}
+        self._power: Power | None = None
+        self._sources: Sources | None = None
+        self.last_state: dict[str, str] = {}  # machine -> last power state seen (for state-change events)
+
+    # --- selection -----------------------------------------------------------------------------
+    def machines(self, selector: str | list[str] | tuple[str, ...]) -> list[Machine]:
+        """The machines a selector names: a machine, a group, a range (optiplex-[001-010]), a list."""
+        return resolve(self.lab, selector)
+
+    @property
+    def streaming_servers(self) -> list[Machine]:
+        if self.lab.configuration is not None:
+            return [
+                self.lab.machines[n]
+                for n in self.lab.configuration.streaming_servers
+                if n in self.lab.machines
+            ]
+        return list(self.lab.servers_with_role(MachineRole.STREAMING))
+
+    # --- drivers, created on first use and reused ------------------------------------------------
+    def redfish(self, machine: Machine) -> RedfishClient:
+        if machine.bmc is None:
+            raise EndpointError(
+                machine.name, "BMC", "the inventory gives this server no bmc:", "add bmc: {url: ...}"
+            )
+        with self._lock:
+            client = self._redfish.get(machine.name)
+            if client is None:
+                client = self._redfish[machine.name] = RedfishClient(
+                    machine.name,
+                    machine.bmc,
+                    timeout_s=self.settings.redfish_timeout_s,
+                    backoff=self.settings.redfish_backoff,
+                )
+        return client.open()
+
+    def vcenter(self, name: str) -> VCenterClient:
+        if name not in self.lab.vcenters:
+            raise EndpointError(name, "vCenter", "not declared in the inventory", "add it under vcenters:")
+        with self._lock:
+            client = self._vcenters.get(name)
+            if client is None:
+                client = self._vcenters[name] = VCenterClient(
+                    self.lab.vcenters[name],
+                    timeout_s=self.settings.vcenter_timeout_s,
+                    page_size=self.settings.vcenter_page_size,
+                )
+        return client.open()
+
+    def storage(self, name: str) -> StorageDriver:
+        if name not in self.lab.storage:
+            raise EndpointError(name, "storage", "not declared in the inventory", "add it under storage:")
+        with self._lock:
+            drv = self._storage.get(name)
+            if drv is None:
+                drv = self._storage[name] = open_storage(
+                    self.lab.storage[name], timeout_s=self.settings.storage_timeout_s
+                )
+        return drv if drv.is_open else drv.open()
+
+    def ssh_target(self, machine: Machine) -> SshTarget:
+        return SshTarget.for_machine(machine)
+
+    def wol_target(self, machine: Machine) -> WolTarget:
+        net = self.lab.network_of(machine)
+        if net is None or not machine.mac:
+            raise EndpointError(
+                machine.name,
+                "Wake-on-LAN",
+                "no network or MAC address in the inventory",
+                "add network: and mac:",
+            )
+        relay = None
+        if net.wol_relay:
+            relay_machine = self.lab.machines.get(net.wol_relay)
+            if relay_machine is None:
+                raise EndpointError(
+                    machine.name,
+                    "Wake-on-LAN",
+                    f"relay {net.wol_relay!r} of network {net.name} is not in this configuration",
+                    "name a machine of the lab as wol_relay",
+                )
+            relay = SshTarget.for_machine(relay_machine)
+        return WolTarget(machine.name, machine.mac, net.broadcast, net.wol_port, relay)
+
+    # --- the vocabulary ------------------------------------------------------------------------
+    @property
+    def power(self) -> Power:
+        if self._power is None:
+            from labctl.lab.power import Power
+
+            self._power = Power(self)
+        return self._power
+
+    @property
+    def sources(self) -> Sources:
+        if self._sources is None:
+            from labctl.lab.sources import Sources
+
+            self._sources = Sources(self)
+        return self._sources
+
+    def wait_ready(
+        self,
+        selector: str | list[str] | tuple[str, ...] | list[Machine],
+        timeout_s: float | None = None,
+        *,
+        deadline: float | None = None,
+        expect_boot: bool = False,
+    ) -> dict[str, Readiness]:
+        """Wait until each machine is up; see :func:`labctl.lab.ready.wait_ready`."""
+        from labctl.lab.ready import wait_ready
+
+        machines = (
+            selector if selector and isinstance(selector, list) and isinstance(selector[0], Machine) else None
+        )
+        ms: list[Machine] = machines if machines is not None else self.machines(selector)  # type: ignore[arg-type]
+        return wait_ready(self, ms, timeout_s=timeout_s, deadline=deadline, expect_boot=expect_boot)
+
+    def state_changed(self, machine: Machine, state: str, source: str, **detail: object) -> None:
+        """Append a ``power.state`` event when a machine's observed state differs from the last one."""
+        with self._lock:
+            prev = self.last_state.get(machine.name)
+            if prev == state:
+                return
+            self.last_state[machine.name] = state
+        self.timeline.append("power.state", machine.name, state=state, previous=prev, source=source, **detail)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Log out of everything (Redfish sessions, vCenter, arrays) and close SSH connections."""
+        with self._lock:
+            redfish, self._redfish = list(self._redfish.values()), {}
+            vcs, self._vcenters = list(self._vcenters.values()), {}
+            arrays, self._storage = list(self._storage.values()), {}
+        if self._sources is not None:
+            self._sources.close()
+        for r in redfish:
+            r.close()
+        for v in vcs:
+            v.close()
+        for a in arrays:
+            a.close()
+        self.ssh.close()
+
+    def __enter__(self) -> LabSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def kinds(machines: list[Machine]) -> dict[MachineKind, list[Machine]]:
+    out: dict[MachineKind, list[Machine]] = {}
+    for m in machines:
+        out.setdefault(m.kind, []).append(m)
+    return out
