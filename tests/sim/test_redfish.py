@@ -505,3 +505,51 @@ def test_taken_port_is_a_clear_error_and_stop_frees_the_address(tmp_path: Path) 
             assert c.get(SYSTEM).status == 200
         finally:
             twin.stop()
+
+
+def test_protocol_details_the_dmtf_protocol_validator_checks(tmp_path: Path) -> None:
+    with sim(tmp_path) as (ctx, bmcs):
+        base, ca = bmcs["pvs-01"].base_url, str(ctx.state_dir / "ca.pem")
+        auth = ("root", PASSWORD)
+        assert requests.get(base + "/redfish", verify=ca, timeout=TIMEOUT).json() == {"v1": "/redfish/v1/"}
+        r = requests.get(base + SYSTEM, auth=auth, verify=ca, timeout=TIMEOUT)
+        assert (
+            r.headers["OData-Version"] == "4.0"
+            and "GET" in r.headers["Allow"]
+            and "PATCH" in r.headers["Allow"]
+        )
+        assert r.headers["Link"].endswith("/ComputerSystem.v1_12_0.json>; rel=describedby")
+        assert r.headers["Content-Type"].startswith("application/json")
+        head = requests.head(base + SYSTEM, auth=auth, verify=ca, timeout=TIMEOUT)
+        assert head.status_code == 200 and head.content == b""
+        odata = requests.get(
+            base + SYSTEM, auth=auth, headers={"OData-Version": "4.1"}, verify=ca, timeout=TIMEOUT
+        )
+        assert odata.status_code == 412
+        query = requests.get(base + SYSTEM + "?$expand=*", auth=auth, verify=ca, timeout=TIMEOUT)
+        assert query.status_code == 501
+        for method in ("DELETE", "PUT", "POST"):
+            r = requests.request(method, base + "/redfish/v1/Managers", auth=auth, verify=ca, timeout=TIMEOUT)
+            assert r.status_code == 405 and r.headers["Allow"].startswith("GET")
+        missing = requests.get(
+            base + "/redfish/v1/Systems/System.Embedded.2", auth=auth, verify=ca, timeout=TIMEOUT
+        )
+        assert missing.status_code == 404
+        assert missing.json()["error"]["@Message.ExtendedInfo"][0]["MessageId"].endswith(
+            "ResourceMissingAtURI"
+        )
+        via_members = requests.post(
+            base + "/redfish/v1/SessionService/Sessions/Members",
+            json={"UserName": "root", "Password": PASSWORD},
+            verify=ca,
+            timeout=TIMEOUT,
+        )
+        assert via_members.status_code == 201 and via_members.headers["X-Auth-Token"]
+        token = via_members.headers["X-Auth-Token"]
+        gone = requests.delete(
+            base + via_members.headers["Location"],
+            headers={"X-Auth-Token": token},
+            verify=ca,
+            timeout=TIMEOUT,
+        )
+        assert gone.status_code == 200 and bmcs["pvs-01"].active_sessions() == 0

@@ -77,6 +77,7 @@ POWER_METRICS_WINDOW_S = 60.0  # IntervalInMin = 1, lab seconds
 POWER_SAMPLE_LAB_S = 5.0
 
 JSON_TYPE = "application/json;odata.metadata=minimal;charset=utf-8"
+SCHEMA_BASE = "http://redfish.dmtf.org/schemas/v1"
 ALLOW = {
     ROOT: "GET",
     SYSTEM: "GET,HEAD,PATCH",
@@ -196,7 +197,13 @@ class IdracService(SimHttpsServer):
         return json_response(status, payload, h, content_type=JSON_TYPE)
 
     def _resource(self, payload: dict[str, Any], allow: str = "GET,HEAD") -> Response:
-        return self._json(200, payload, [("Allow", allow)])
+        headers = [("Allow", allow)]
+        odata_t = payload.get("@odata.type", "")
+        if odata_t.startswith("#"):
+            # "#ComputerSystem.v1_12_0.ComputerSystem" -> ComputerSystem.v1_12_0.json
+            schema = odata_t[1:].rsplit(".", 1)[0]
+            headers.append(("Link", f"<{SCHEMA_BASE}/{schema}.json>; rel=describedby"))
+        return self._json(200, payload, headers)
 
     def internal_error(self, req: Request) -> Response:
         return self._json(500, msg.internal_error())
@@ -261,6 +268,14 @@ class IdracService(SimHttpsServer):
             )
         path = req.path.rstrip("/") or "/"
         method = "GET" if req.method == "HEAD" else req.method
+        odata_version = req.header("OData-Version")
+        if odata_version is not None and odata_version.strip() != "4.0":
+            return self._json(412, msg.precondition_failed("OData-Version", odata_version))
+        unsupported = [q for q in req.query if q.startswith("$")]
+        if unsupported:
+            return self._json(501, msg.query_not_supported(unsupported[0]))
+        if path == f"{SESSIONS}/Members":  # a collection's Members URI accepts the same POST
+            path = SESSIONS
 
         # public: the service root, the OData documents, and session creation
         if path in ("/redfish",) and method == "GET":

@@ -228,6 +228,30 @@ def service_unavailable(retry_s: int) -> dict[str, Any]:
     )
 
 
+def precondition_failed(header: str, value: str) -> dict[str, Any]:
+    return error_body(
+        message(
+            f"{BASE}.PreconditionFailed",
+            f"The request header {header} has a value the service does not support ({value}).",
+            args=(header, value),
+            severity="Critical",
+            resolution="Send OData-Version: 4.0 or leave the header out.",
+        )
+    )
+
+
+def query_not_supported(param: str) -> dict[str, Any]:
+    return error_body(
+        message(
+            f"{BASE}.QueryNotSupported",
+            f"Querying is not supported by the implementation ({param}).",
+            args=(param,),
+            severity="Warning",
+            resolution="Remove the query parameters and resubmit the request if the operation failed.",
+        )
+    )
+
+
 def internal_error() -> dict[str, Any]:
     return error_body(
         message(
