@@ -66,7 +66,7 @@ async def run_segment(sh: Shell, seg: Segment, stdout_to: str | None, stderr_to:
     sh.stdout_to, sh.stderr_to = stdout_to, stderr_to
     try:
         if handler is None:
-            await sh.err(NOT_RECOGNIZED.format(name=seg.argv[0]))
+            await sh.err(NOT_RECOGNIZED.format(name=_first_token(seg.text)))
             return 1
         return await handler(sh, seg)
     except (CommandDropped, ExitRequested, asyncio.CancelledError):
@@ -77,6 +77,15 @@ async def run_segment(sh: Shell, seg: Segment, stdout_to: str | None, stderr_to:
         return 1
     finally:
         sh.stdout_to = sh.stderr_to = None
+
+
+def _first_token(text: str) -> str:
+    """The program as typed, quotes included (cmd.exe quotes it so in its message)."""
+    t = text.lstrip()
+    if t.startswith('"'):
+        end = t.find('"', 1)
+        return t if end < 0 else t[: end + 1]
+    return t.split(None, 1)[0] if t else t
 
 
 # --- built-ins -----------------------------------------------------------------------------------

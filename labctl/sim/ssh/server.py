@@ -218,6 +218,7 @@ class SshEndpoint:
         self.connections: set[_Connection] = set()
         self.boot_seen = 0
         self.started = False
+        self.listen_failed = False
 
     @property
     def listening(self) -> bool:
@@ -483,9 +484,17 @@ class SshManager:
                 raise PortInUseError("ssh", ep.machine.name, ep.info.host, ep.info.port) from None
             if raise_in_use:
                 raise
-            log.warning(
-                "ssh %s: cannot listen on %s:%s: %s", ep.machine.name, ep.info.host, ep.info.port, exc
-            )
+            if not ep.listen_failed:  # the watcher retries every poll; say it once
+                log.warning(
+                    "ssh %s: cannot listen on %s:%s: %s (retrying)",
+                    ep.machine.name,
+                    ep.info.host,
+                    ep.info.port,
+                    exc,
+                )
+            ep.listen_failed = True
+            return
+        ep.listen_failed = False
 
     async def _unlisten(self, ep: SshEndpoint) -> None:
         acceptor, ep.acceptor = ep.acceptor, None
