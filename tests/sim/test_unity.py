@@ -11,6 +11,7 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -327,10 +328,12 @@ def test_realtime_query_returns_raw_counters_as_strings_that_increase(tmp_path: 
         time.sleep(ctx.clock.to_wall_s(3 * interval))
         second = read()
         t1, t2 = (
-            time.mktime(time.strptime(x["timestamp"][:19], "%Y-%m-%dT%H:%M:%S"))
-            for x in (first["sp.*.storage.lun.*.reads"], second["sp.*.storage.lun.*.reads"])
+            datetime.fromisoformat(
+                x["sp.*.storage.lun.*.reads"]["timestamp"].replace("Z", "+00:00")
+            ).timestamp()
+            for x in (first, second)
         )
-        assert t2 > t1 and (t2 - t1) % interval == 0  # samples on interval boundaries
+        assert t2 > t1 and t2 % interval == 0  # samples on interval boundaries, round times
         for path in LUN_PATHS:
             for sp in ("spa", "spb"):
                 a, b = int(first[path]["values"][sp]["sv_1"]), int(second[path]["values"][sp]["sv_1"])

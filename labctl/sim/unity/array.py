@@ -8,7 +8,8 @@ The wire protocol follows the real array:
 - collections answer ``{"@base", "updated", "links", "entries": [{"content": {...}}]}`` with only
   ``id`` and the attributes named in ``fields=``; ``compact=true`` leaves out the per-entry links;
 - a real-time metric query (``POST /api/types/metricRealTimeQuery/instances``) samples the lab
-  twin's raw cumulative LUN counters every ``interval`` lab seconds, on interval boundaries;
+  twin's raw cumulative LUN counters when it is created and then on every interval boundary
+  (lab time a multiple of ``interval``, so timestamps are round as on the array);
   ``metricQueryResult`` answers the latest sample, values per SP, keyed by LUN id, as strings.
 
 Fault ``storage_token_expiry``: a session lives ``after_s`` lab seconds (``DEFAULT_TOKEN_LIFETIME_S``
@@ -23,6 +24,7 @@ import hashlib
 import hmac
 import itertools
 import logging
+import math
 import re
 import secrets
 import threading
@@ -83,7 +85,9 @@ class _Query:
     )  # path -> sp -> lun id -> value
 
     def next_due(self) -> float:
-        return self.sample_time + self.interval
+        """The next interval boundary (multiples of the interval in lab time, as the array
+        stamps its samples on round times)."""
+        return (math.floor(self.sample_time / self.interval) + 1) * self.interval
 
 
 def _serial(name: str) -> str:
@@ -246,9 +250,8 @@ class UnityArray(SimHttpsServer):
                     counters = ()
                 with self._lock:
                     for q in due:
-                        # the latest interval boundary at or before now
-                        k = int((now - q.t0) // q.interval)
-                        self._fill(q, counters, q.t0 + k * q.interval)
+                        # stamped with the latest interval boundary at or before now
+                        self._fill(q, counters, math.floor(now / q.interval) * q.interval)
                 continue
             wait = 1.0 if nxt is None else min(1.0, max(0.005, clock.to_wall_s(nxt - now)))
             self._wake.wait(wait)
