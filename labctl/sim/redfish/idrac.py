@@ -20,6 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from labctl.errors import MissingCredentialError
 from labctl.inventory.faults import FaultKind
 from labctl.inventory.model import BmcEndpoint, Machine
 from labctl.sim.endpoint import SimContext
@@ -139,8 +140,6 @@ class IdracService(SimHttpsServer):
         self.bmc = bmc
         password = ctx.credential(bmc.password)
         if password is None:
-            from labctl.errors import MissingCredentialError
-
             raise MissingCredentialError(
                 bmc.password, f"simulated BMC of {machine.name}", "the simulator has no value for it"
             )

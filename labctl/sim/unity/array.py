@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+from labctl.errors import MissingCredentialError
 from labctl.inventory.faults import FaultKind
 from labctl.inventory.model import StorageArray
 from labctl.sim.endpoint import SimContext
@@ -188,8 +189,6 @@ class UnityArray(SimHttpsServer):
         self.array = array
         password = ctx.credential(array.password)
         if password is None:
-            from labctl.errors import MissingCredentialError
-
             raise MissingCredentialError(
                 array.password, f"simulated array {array.name}", "the simulator has no value for it"
             )
