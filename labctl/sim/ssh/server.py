@@ -9,8 +9,8 @@ What a client sees (paramiko):
   not listen, so ``connect`` fails with *connection refused* (``NoValidConnectionsError``,
   errno ECONNREFUSED), as a booting Windows box whose TCP stack answers before sshd runs. The
   watcher polls the twin every 25 ms of wall time and opens or closes listeners; a connection
-  that slips in between is reset before the SSH banner (paramiko: ``SSHException: Error reading
-  SSH protocol banner``). When the OS goes down, or the twin's boot count moves on, every open
+  that slips in between is reset (RST) before the SSH banner (paramiko: ``ConnectionResetError``,
+  errno ECONNRESET). When the OS goes down, or the twin's boot count moves on, every open
   connection of that machine is closed under its sessions: no exit status, no SSH disconnect.
 - **Auth**: password (``ctx.credential(machine.ssh.password)``) or a public key listed in
   ``ctx.state_dir/authorized_keys`` (re-read when it changes); user names compare
