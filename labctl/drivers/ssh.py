@@ -223,6 +223,7 @@ class SshPool:
             )
         password = resolve_credential(target.password_ref, target.endpoint) if target.password_ref else None
         key_file = resolve_credential(target.key_file_ref, target.endpoint) if target.key_file_ref else None
+        t0 = time.monotonic()
         try:
             client.connect(
                 target.host,
@@ -276,6 +277,14 @@ class SshPool:
         except paramiko.SSHException as exc:
             client.close()
             msg = str(exc)
+            if time.monotonic() - t0 >= self.connect_timeout_s * 0.9:
+                raise SshTimeout(
+                    target.endpoint,
+                    action,
+                    f"no SSH banner within {self.connect_timeout_s:g} s (the port accepts connections but "
+                    "nothing answers as an SSH server)",
+                    "check the SSH service on the machine; it may be hung",
+                ) from None
             if "not found in known_hosts" in msg or ("Server " in msg and "not found" in msg):
                 raise SshError(
                     target.endpoint,

@@ -24,6 +24,7 @@ import socket
 import ssl
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import requests
+import urllib3
 from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim, vmodl
 
@@ -39,7 +41,7 @@ from labctl.drivers.base import requests_verify, ssl_context, tls_fix
 from labctl.drivers.readings import Reading
 from labctl.errors import EndpointError, EndpointTimeout
 from labctl.inventory.credentials import resolve_credential
-from labctl.inventory.model import VCenter
+from labctl.inventory.model import TlsMode, VCenter
 
 VM_PROPERTIES = (
     "name",
@@ -252,6 +254,8 @@ class VCenterClient:
     def _probe(self, action: str) -> None:
         """Reach the service with a timeout before pyVmomi does (its version probe has none)."""
         url = f"https://{self.host}:{self.port}{self.path.rstrip('/')}/vimServiceVersions.xml"
+        if self.vc.tls.mode is TlsMode.INSECURE:
+            warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
         try:
             with requests.Session() as s:
                 s.trust_env = False

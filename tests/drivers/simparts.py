@@ -84,27 +84,43 @@ def endpoints(
     from tests.labfiles import make_test_lab
 
     mod = sim_module(module)
-    from labctl.sim.endpoint import SimContext
+    from labctl.sim.endpoint import PortInUseError, SimContext
     from labctl.sim.faults import FaultBook
     from labctl.sim.twin.placeholder import PlaceholderTwin
 
-    lab = load_lab(
-        make_test_lab(
-            tmp_path, clients=clients, faults=faults, time_scale=time_scale, extra_lab_yaml=extra_lab_yaml
-        ),
-        every_machine=True,
-    )
-    clock = LabClock(scale=lab.time_scale)
-    twin = (twin_factory or PlaceholderTwin)(lab, clock)
-    ctx = SimContext(lab, twin, FaultBook(lab.faults, clock), clock, tmp_path / "sim-state", SECRETS)
-    eps = mod.build_endpoints(ctx)
-    if only is not None:
-        eps = [e for e in eps if only(e)]
-    started = []
+    started: list[Any] = []
     try:
-        for e in eps:
-            e.start()
-            started.append(e)
+        for attempt in range(4):  # another test run may hold this random 127.x block: take another
+            lab = load_lab(
+                make_test_lab(
+                    tmp_path,
+                    clients=clients,
+                    faults=faults,
+                    time_scale=time_scale,
+                    extra_lab_yaml=extra_lab_yaml,
+                    name=f"test-lab-{attempt}.yaml",
+                ),
+                every_machine=True,
+            )
+            clock = LabClock(scale=lab.time_scale)
+            twin = (twin_factory or PlaceholderTwin)(lab, clock)
+            ctx = SimContext(
+                lab, twin, FaultBook(lab.faults, clock), clock, tmp_path / f"sim-state-{attempt}", SECRETS
+            )
+            eps = mod.build_endpoints(ctx)
+            if only is not None:
+                eps = [e for e in eps if only(e)]
+            try:
+                for e in eps:
+                    e.start()
+                    started.append(e)
+                break
+            except PortInUseError:
+                for e in reversed(started):
+                    e.stop()
+                started.clear()
+                if attempt == 3:
+                    raise
         yield SimParts(lab, clock, ctx, twin, started)
     finally:
         for e in reversed(started):

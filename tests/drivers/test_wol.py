@@ -98,3 +98,27 @@ def test_relay_sends_from_the_relay_host_over_ssh() -> None:
 def test_repeat_must_be_positive() -> None:
     with pytest.raises(ValueError):
         WolSender(repeat=0)
+
+
+# --- against the simulated lab's Wake-on-LAN listener --------------------------------------------
+
+
+@pytest.mark.integration
+def test_sim_listener_wakes_the_group_but_not_a_client_that_never_wakes(tmp_path) -> None:
+    from labctl.sim.twin.interface import PowerState
+    from tests.drivers.simparts import endpoints
+
+    fault = "- {kind: client_never_wakes, targets: [optiplex-003]}"
+    with endpoints(tmp_path, "labctl.sim.wol", clients=5, faults=fault) as parts:
+        net = parts.lab.networks["lab-net"]
+        targets = [WolTarget(m.name, m.mac or "", net.broadcast, net.wol_port) for m in parts.lab.clients]
+        d = WolSender(repeat=2, gap_s=0.01).wake(targets)
+        assert not d.errors and d.packets == 10
+        listener = parts.endpoints[0]
+        deadline = time.monotonic() + 3
+        while listener.stats()["received"] < 10 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert listener.stats()["received"] == 10
+        states = {m.name: parts.twin.power_state(m.name) for m in parts.lab.clients}
+    assert states.pop("optiplex-003") is PowerState.OFF
+    assert set(states.values()) <= {PowerState.POWERING_ON, PowerState.ON}

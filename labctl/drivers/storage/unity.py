@@ -334,7 +334,9 @@ class UnityDriver(StorageDriver):
             action,
             params={"filter": f"queryId eq {self._query_id}", "per_page": "2000"},
         )
-        if resp.status_code == 404 or (resp.status_code == 400 and "Query ID" in error_message(resp)):
+        if resp.status_code == 404 or (
+            resp.status_code in (400, 422) and "query id" in error_message(resp).lower()
+        ):
             # the array dropped the query (it expires when not read): start a fresh one
             self._query_id = None
             self.start_metrics(self._query_interval)
