@@ -16,7 +16,9 @@ import json
 import logging
 import socket
 import ssl
+import struct
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.message import Message
@@ -191,19 +193,27 @@ class _Server(ThreadingHTTPServer):
         except (OSError, ssl.SSLError) as exc:
             log.debug("%s %s: connection ended: %s", self.app.info.kind, self.app.info.name, exc)
         finally:
-            with self.conn_lock:
-                self.open_connections.discard(conn)
+            if self.app.stopping:
+                # abortive close: no TIME_WAIT left on the server's address, which would stop a
+                # plain bind() (without SO_REUSEADDR) of the same address for a minute after stop
+                try:
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                except OSError:
+                    pass
             try:
                 conn.close()
             except OSError:
                 pass
+            with self.conn_lock:
+                self.open_connections.discard(conn)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug(
             "%s %s: error on a connection from %s", self.app.info.kind, self.app.info.name, client_address
         )
 
-    def drop_connections(self) -> None:
+    def drop_connections(self, wait_s: float = 2.0) -> None:
+        """Wake every connection's thread (it closes its socket) and wait for them to finish."""
         with self.conn_lock:
             conns = list(self.open_connections)
         for c in conns:
@@ -211,6 +221,12 @@ class _Server(ThreadingHTTPServer):
                 c.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            with self.conn_lock:
+                if not self.open_connections:
+                    return
+            time.sleep(0.005)
 
 
 class SimHttpsServer:

@@ -7,6 +7,7 @@ simulator writes, and stops its servers even when it fails.
 from __future__ import annotations
 
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -497,7 +498,17 @@ def test_taken_port_is_a_clear_error_and_stop_frees_the_address(tmp_path: Path) 
         twin = IdracService(ctx, bmc.machine, bmc.bmc)
         with pytest.raises(PortInUseError, match=f"{bmc.info.host}:{bmc.info.port}"):
             twin.start()
-        bmc.stop()
+        keep_alive = requests.Session()
+        keep_alive.trust_env = False
+        ca = str(ctx.state_dir / "ca.pem")
+        assert keep_alive.get(bmc.base_url + "/redfish/v1/", verify=ca, timeout=TIMEOUT).status_code == 200
+        bmc.stop()  # with a keep-alive connection still open
+        plain = socket.socket()  # no SO_REUSEADDR: fails while the address has a TIME_WAIT left
+        try:
+            plain.bind((bmc.info.host, bmc.info.port))
+        finally:
+            plain.close()
+        keep_alive.close()
         twin.start()  # the address is free again
         try:
             c = client(ctx, twin)
