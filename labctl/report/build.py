@@ -1,0 +1,262 @@
+"""Build a run's HTML report with Allure 3 (npm ``allure``, pinned in package-lock.json and
+installed into the project folder's ``node_modules`` by ``make install``).
+
+    results/<run>/allure-results/   what allure-pytest wrote during the run
+    results/<run>/report/index.html the Allure report: one file, works offline
+    results/<run>/report/figures.html the paper's figure set (labctl.report.figures)
+    results/allure-history.jsonl     Allure history across runs (trends), one line per build
+
+Reads the run folder only; never talks to the lab.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from labctl.errors import BadInputError, LabctlError
+from labctl.report.allure_helpers import ALLURE_RESULTS_DIR, CATEGORIES, write_categories
+from labctl.report.offline import external_references, make_offline
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+REPORT_DIR = "report"
+HISTORY_FILE = "allure-history.jsonl"
+ALLURE_ENV = "LABCTL_ALLURE"
+
+
+class ReportError(LabctlError):
+    """The report could not be built; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class BuiltReport:
+    run: Path
+    allure_index: Path | None  # None when the run has no Allure results
+    figures: Path | None
+    history: Path | None
+    tests: int = 0
+
+    def __str__(self) -> str:
+        """Where to look: the Allure report, or the figures page when there is no Allure."""
+        return str(self.allure_index or self.figures or self.run)
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.allure_index:
+            out.append(f"report:  {self.allure_index}  ({self.tests} test results)")
+        else:
+            out.append(f"report:  none (no Allure results in {self.run / ALLURE_RESULTS_DIR})")
+        if self.figures:
+            out.append(f"figures: {self.figures}")
+        if self.history:
+            out.append(f"history: {self.history}")
+        return out
+
+
+def find_allure(root: Path = PROJECT_ROOT) -> list[str]:
+    """The command that runs the project's Allure 3 (``$LABCTL_ALLURE`` overrides)."""
+    override = os.environ.get(ALLURE_ENV)
+    if override:
+        return [override]
+    cli = root / "node_modules" / "allure" / "cli.js"
+    if not cli.is_file():
+        raise ReportError(
+            f"Allure 3 is not installed in {root / 'node_modules'} "
+            f"(run `make install`, or `npm ci` in {root})"
+        )
+    node = shutil.which("node")
+    if node is None:
+        raise ReportError("node is not on PATH (install Node.js 20 or newer, then `make install`)")
+    return [node, str(cli)]
+
+
+def is_run_folder(p: Path) -> bool:
+    return p.is_dir() and ((p / "run.json").is_file() or (p / ALLURE_RESULTS_DIR).is_dir())
+
+
+def _started(p: Path) -> str:
+    try:
+        info = json.loads((p / "run.json").read_text(encoding="utf-8"))
+        return str(info["started"]["wall_utc"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
+def latest_run(results_dir: Path) -> Path:
+    """The run that started last (by ``run.json``; run ids sort by start time otherwise)."""
+    if not results_dir.is_dir():
+        raise BadInputError(f"{results_dir}: no results folder (run a plan first: `labctl run boot_storm`)")
+    runs = [p for p in results_dir.iterdir() if is_run_folder(p)]
+    if not runs:
+        raise BadInputError(f"{results_dir}: no runs yet (run a plan first: `labctl run boot_storm`)")
+    return max(runs, key=lambda p: (_started(p), p.name))
+
+
+def resolve_run(run: str | Path | None, results_dir: Path) -> Path:
+    """A run given as a path, as a run id inside ``results_dir``, or None for the latest."""
+    if run is None:
+        return latest_run(results_dir)
+    p = Path(run)
+    for cand in (p, results_dir / p):
+        if is_run_folder(cand):
+            return cand
+    known = (
+        sorted((q.name for q in results_dir.iterdir() if is_run_folder(q)), reverse=True)[:5]
+        if (results_dir.is_dir())
+        else []
+    )
+    hint = f" (recent: {', '.join(known)})" if known else ""
+    raise BadInputError(f"{run}: not a run folder{hint}")
+
+
+def _run_info(run: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((run / "run.json").read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def allure_config(run: Path, output: Path, history: Path | None) -> dict[str, Any]:
+    info = _run_info(run)
+    plan = info.get("plan") or "labctl"
+    lab = info.get("lab") or ""
+    name = f"{plan} on {lab} - {run.name}" if lab else f"{plan} - {run.name}"
+    cfg: dict[str, Any] = {
+        "name": name,
+        "output": str(output),
+        "plugins": {
+            "awesome": {
+                "options": {
+                    "singleFile": True,
+                    "reportName": name,
+                    "reportLanguage": "en",
+                    "theme": "light",
+                    "groupBy": ["epic", "feature"],
+                    "stepTreeExpansion": "expand_failed_only",
+                }
+            },
+            # Allure adds its agent plugin unless told: it is for AI agents and writes elsewhere
+            "agent": {"enabled": False},
+        },
+        "categories": [
+            {k: v for k, v in c.items() if k in ("name", "matchedStatuses", "messageRegex")}
+            for c in CATEGORIES
+        ],
+    }
+    if history is not None:
+        cfg["historyPath"] = str(history)
+    return cfg
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One report build at a time per history file (two builds would interleave its lines)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _has_results(results: Path) -> int:
+    return sum(1 for _ in results.glob("*-result.json")) if results.is_dir() else 0
+
+
+def build_allure(
+    run: Path,
+    *,
+    history: Path | None = None,
+    command: list[str] | None = None,
+    timeout_s: float = 300.0,
+) -> Path | None:
+    """Generate ``report/index.html`` (single file, offline) from ``allure-results``; None when
+    the run has no Allure results."""
+    results = run / ALLURE_RESULTS_DIR
+    if not _has_results(results):
+        return None
+    if not (results / "categories.json").exists():
+        write_categories(results)
+    out = run / REPORT_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = command or find_allure()
+    with tempfile.TemporaryDirectory(prefix="labctl-allure-") as tmp:
+        cfg_path = Path(tmp) / "allurerc.json"
+        staging = Path(tmp) / "out"
+        cfg_path.write_text(json.dumps(allure_config(run, staging, history), indent=2), encoding="utf-8")
+        argv = [*cmd, "generate", "--config", str(cfg_path), "--output", str(staging), str(results)]
+        env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0", "CI": os.environ.get("CI", "")}
+        try:
+            with _locked(history) if history is not None else contextlib.nullcontext():
+                proc = subprocess.run(
+                    argv, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
+                )
+        except FileNotFoundError as exc:
+            raise ReportError(f"cannot run Allure ({exc}); run `make install`") from None
+        except subprocess.TimeoutExpired:
+            raise ReportError(
+                f"Allure did not finish within {timeout_s:.0f} s ({' '.join(argv[:3])} ...)"
+            ) from None
+        index = staging / "index.html"
+        if proc.returncode != 0 or not index.is_file():
+            tail = "\n".join((proc.stderr or proc.stdout or "").strip().splitlines()[-8:])
+            raise ReportError(f"Allure failed (exit {proc.returncode}) for {results}:\n{tail}")
+        html = _with_figures_link(make_offline(index.read_text(encoding="utf-8")))
+        left = external_references(html)
+        if left:
+            raise ReportError(f"the report still refers to other hosts: {', '.join(left[:5])}")
+        target = out / "index.html"
+        tmp_target = out / ".index.html.tmp"
+        tmp_target.write_text(html, encoding="utf-8")
+        tmp_target.replace(target)
+        for extra in ("summary.json",):
+            if (staging / extra).is_file():
+                shutil.copyfile(staging / extra, out / f"allure-{extra}")
+    return target
+
+
+FIGURES_LINK = (
+    '<a href="figures.html" title="The paper\'s figure set for this run: boot time and retries vs group size, '
+    'server counters over time" style="position:fixed;left:12px;top:12px;z-index:9999;padding:6px 12px;'
+    "border-radius:16px;background:#1f2d3d;color:#fff;font:600 13px/1.2 sans-serif;text-decoration:none;"
+    'box-shadow:0 1px 4px rgba(0,0,0,.25)">Figures &#8599;</a>'
+)
+
+
+def _with_figures_link(html: str) -> str:
+    """A link from the Allure report to the figures page next to it (a relative, local link)."""
+    i = html.rfind("</body>")
+    return html[:i] + FIGURES_LINK + html[i:] if i >= 0 else html + FIGURES_LINK
+
+
+def build_report(
+    run: Path,
+    *,
+    results_dir: Path | None = None,
+    history: Path | bool | None = True,
+    command: list[str] | None = None,
+) -> BuiltReport:
+    """The Allure report and the figures page of one run folder."""
+    from labctl.report.figures import write_figures_page
+
+    run = Path(run)
+    if history is True:
+        hist: Path | None = (results_dir or run.parent) / HISTORY_FILE
+    elif history is False or history is None:
+        hist = None
+    else:
+        hist = Path(history)
+    index = build_allure(run, history=hist, command=command)
+    figures = write_figures_page(run)
+    return BuiltReport(run, index, figures, hist if index else None, _has_results(run / ALLURE_RESULTS_DIR))
