@@ -136,6 +136,9 @@ class CriterionResult:
     def __str__(self) -> str:
         return self.message
 
+    def __repr__(self) -> str:  # tracebacks show it: keep it to one line
+        return f"CriterionResult({self.name!r}, {self.outcome}, observed={fmt(self.observed)})"
+
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["outcome"] = str(self.outcome)
@@ -154,6 +157,13 @@ class Verdict:
     @property
     def outcome(self) -> Outcome:
         return worst(r.outcome for r in self.results)
+
+    def __repr__(self) -> str:  # tracebacks show it: keep it to one line
+        counts: dict[str, int] = {}
+        for r in self.results:
+            counts[str(r.outcome)] = counts.get(str(r.outcome), 0) + 1
+        shown = ", ".join(f"{n} {o}" for o, n in counts.items())
+        return f"Verdict({self.cell!r}, {self.outcome}: {shown})"
 
     def of(self, outcome: Outcome) -> list[CriterionResult]:
         return [r for r in self.results if r.outcome is outcome]
