@@ -150,6 +150,11 @@ def fault_message(fault: Any) -> str:
     msg = msg.strip()
     if msg.startswith("*types."):
         msg = ""
+    if not msg and getattr(f, "reason", None):
+        msg = str(f.reason)
+    if not msg:
+        msgs = [getattr(m, "message", "") for m in getattr(f, "faultMessage", None) or []]
+        msg = "; ".join(m for m in msgs if m)
     if not msg and getattr(f, "existingState", None):
         msg = f"the VM is {f.existingState}"
     return f"{kind}: {msg}" if msg else kind

@@ -1,0 +1,53 @@
+"""wait_ready when endpoints fail: every machine still gets its own outcome."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from labctl.inventory import load_lab
+from labctl.lab.session import LabSession
+from tests.lab.conftest import FAST, start_lab
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    faults = "- {kind: bmc_hang, targets: [infra-01]}\n- {kind: ssh_refuse_auth, targets: [pvs-01]}"
+    with pytest.MonkeyPatch.context() as mp:
+        sim = start_lab(tmp_path_factory.mktemp("faulty"), mp, clients=3, faults=faults, name="faulty")
+        try:
+            yield sim
+        finally:
+            sim.stop()
+
+
+def test_hung_bmc_is_an_error_for_that_server_only(faulty) -> None:
+    with LabSession(load_lab(faulty.lab_file), faulty.clock, settings=FAST) as s:
+        t0 = time.monotonic()
+        ready = s.wait_ready("servers", timeout_s=60)  # 1 s of wall time at 60x
+        took = time.monotonic() - t0
+        assert ready["infra-01"].state == "error"
+        assert (
+            "infra-01 BMC" in ready["infra-01"].detail
+            and "no answer within 1.5 s" in ready["infra-01"].detail
+        )
+        # pvs-01's BMC answers, but its OS refuses our SSH credentials: an error naming them
+        assert ready["pvs-01"].state == "error" and "authentication failed" in ready["pvs-01"].detail
+        assert took < 10
+        states = s.power.state("servers")
+        assert states["infra-01"].state.value == "unknown" and "no answer" in states["infra-01"].detail
+        assert states["pvs-01"].state.value == "on"
+
+
+def test_clients_fall_back_to_ssh_when_the_streaming_server_cannot_be_read(faulty) -> None:
+    with LabSession(load_lab(faulty.lab_file), faulty.clock, settings=FAST) as s:
+        assert s.power.on("clients").ok
+        ready = s.wait_ready("clients", timeout_s=120)
+        assert all(r.ready for r in ready.values()), ready
+        assert {r.detail for r in ready.values()} == {"answers over SSH"}
+        assert all(r.boot_time_s is None for r in ready.values())  # only PVS knows boot times
+        s.power.off("clients")
