@@ -37,7 +37,12 @@ VCSIMLAB := labctl/sim/vcenter/vcsimlab
 $(BIN)/labctl-vcsim: $(BIN)/vcsim $(wildcard $(VCSIMLAB)/*.go) $(VCSIMLAB)/go.mod $(VCSIMLAB)/go.sum
 	cd $(VCSIMLAB) && $(GOENV) go build -o $@ .
 
-install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim
+# Allure 3 report generator (npm `allure`, exact version in package-lock.json) into ./node_modules.
+node_modules/.bin/allure: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim node_modules/.bin/allure
 
 demo: install
 	$(VENV)/bin/labctl inventory validate
