@@ -301,6 +301,23 @@ def read_properties(path: str | Path) -> dict[str, str]:
     return out
 
 
+def lab_environment(lab: Any, **versions: Any) -> dict[str, Any]:
+    """What ``environment.properties`` should say about a lab (a resolved inventory ``Lab``),
+    plus the versions read from its endpoints (``pvs-01 BIOS="2.7.0"``, ``vCenter="8.0.2"``)."""
+    from labctl import __version__
+
+    env: dict[str, Any] = {
+        "lab": lab.name,
+        "configuration": lab.configuration.name if lab.configuration is not None else None,
+        "simulated lab": "yes" if lab.simulated else "no",
+        "time scale": f"{lab.time_scale:g}x" if lab.time_scale != 1 else None,
+        "inventory sha256": lab.inventory_sha256[:12] if lab.inventory_sha256 else None,
+        "labctl": __version__,
+    }
+    env.update(versions)
+    return env
+
+
 def write_categories(results_dir: str | Path, extra: Sequence[Mapping[str, Any]] = ()) -> Path:
     """``categories.json`` (Allure 2 format): threshold failures, lab faults, missing data,
     infrastructure errors, interrupted, test defects. ``extra`` rules go first."""

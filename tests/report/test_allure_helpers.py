@@ -41,6 +41,17 @@ def test_environment_properties_merge_and_escape(tmp_path: Path) -> None:
     assert "pvs-01\\ BIOS=2.8.1" in text and "s3cret" not in text
 
 
+def test_lab_environment(tmp_path: Path) -> None:
+    from labctl.inventory.load import load_lab
+    from labctl.report.allure_helpers import lab_environment
+
+    env = lab_environment(load_lab(configuration="ha"), **{"pvs-01 BIOS": "2.7.0"})
+    write_environment(tmp_path, env)
+    props = read_properties(tmp_path / "environment.properties")
+    assert props["lab"] == "sim-2007" and props["configuration"] == "ha" and props["simulated lab"] == "yes"
+    assert props["time scale"] == "60x" and props["pvs-01 BIOS"] == "2.7.0"
+
+
 def test_categories_separate_threshold_failures_from_lab_faults(tmp_path: Path) -> None:
     path = write_categories(tmp_path)
     cats = json.loads(path.read_text())
