@@ -74,7 +74,8 @@ def colors(n: int) -> list[str]:
     cmap = matplotlib.colormaps["viridis"]
     if n <= 1:
         return [matplotlib.colors.to_hex(cmap(0.35))]
-    return [matplotlib.colors.to_hex(cmap(0.9 - 0.8 * i / (n - 1))) for i in range(n)]
+    # 0.8 .. 0.05: the light end of viridis (yellow) is hard to see on white
+    return [matplotlib.colors.to_hex(cmap(0.8 - 0.75 * i / (n - 1))) for i in range(n)]
 
 
 @dataclass(frozen=True)
@@ -97,12 +98,16 @@ def over_time(
     ymin: float | None = 0.0,
     ymax: float | None = None,
     note: str = "",
+    limits: Sequence[tuple[float, str]] = (),
 ) -> Figure:
-    """Several series on one time axis (one line per group size, per copiers/rebooters ...)."""
+    """Several series on one time axis (one line per group size, per copiers/rebooters ...).
+    ``limits``: horizontal reference lines (value, label), e.g. a criterion's pass limit."""
     fig = new_figure()
     ax = fig.add_subplot()
     for ln in lines:
         ax.plot(ln.x, ln.y, label=ln.label, color=ln.color, linewidth=1.4)
+    for value, label in limits:
+        ax.axhline(value, color=BAD, linestyle="--", linewidth=1, label=label)
     ax.set_title(title, loc="left")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -114,7 +119,7 @@ def over_time(
             title=legend_title,
             loc="upper left",
             bbox_to_anchor=(1.01, 1.0),
-            ncols=1 if len(lines) <= 12 else 2,
+            ncols=1 if len(lines) + len(limits) <= 12 else 2,
         )
     else:
         ax.text(0.5, 0.5, "no data recorded", ha="center", va="center", transform=ax.transAxes, color="#777")

@@ -15,6 +15,7 @@ Reads ``run.json``, ``cells/*/summary.json`` and ``series.csv`` only (see ``resu
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labctl.recorder.cells import read_cell_summaries
+from labctl.recorder.cells import CELLS_DIR, VERDICTS_FILE, read_cell_summaries
 from labctl.recorder.series import Series, read_series, run_path
 from labctl.report import charts
 from labctl.report.charts import Line
@@ -70,6 +71,13 @@ COUNTERS = (
 class Cell:
     id: str
     summary: dict[str, Any]
+    verdicts: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # verdicts.json criteria
+    verdict: str = ""  # the verdict's outcome, when the cell has a verdicts.json
+
+    @property
+    def outcome(self) -> str:
+        """The criteria verdict when there is one (the truth), else what the summary says."""
+        return self.verdict or str(self.get("outcome", "") or "")
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.summary.get(key, default)
@@ -170,6 +178,36 @@ def _pick(counter: Counter, cells: Sequence[Cell], by_cell: dict[str, list[Serie
             factor, ylabel = counter.scale[metric]
         return Picked(metric, chosen, note, factor, ylabel)
     return None
+
+
+def _limits(cells: Sequence[Cell], picked: Picked | None) -> list[tuple[float, str, str]]:
+    """Pass limits of the criteria that judged the plotted series (from the cells' verdicts.json),
+    so the chart shows the band the cell was held to (e.g. 2 x spindles for the disk queue)."""
+    if picked is None or picked.factor != 1.0:
+        return []
+    found: dict[float, tuple[str, str]] = {}
+    for c in cells:
+        for r in c.verdicts:
+            refs = r.get("series") or []
+            if r.get("statistic") not in ("peak", "max", "mean", "last") and not str(
+                r.get("statistic", "")
+            ).startswith("p"):
+                continue
+            if not any(x.get("metric") == picked.metric and x.get("entity") == picked.entity for x in refs):
+                continue
+            band = r.get("pass_band") or {}
+            lim = band.get("max")
+            if isinstance(lim, int | float):
+                expr = f" = {band['max_expr']}" if band.get("max_expr") else ""
+                text = f"{r.get('name')!s}: {r.get('statistic')} <= {lim:g}{expr}"
+                found.setdefault(float(lim), (f"pass <= {lim:g}", text))
+    return [(v, short, long) for v, (short, long) in sorted(found.items())[:3]]
+
+
+def _limit_caption(limits: Sequence[tuple[float, str, str]]) -> str:
+    if not limits:
+        return ""
+    return " Dashed: the pass limit of " + "; ".join(long for _, _, long in limits) + "."
 
 
 def _time_lines(
@@ -290,13 +328,23 @@ def _boot_storm_section(cells: list[Cell], by_cell: dict[str, list[Series]]) -> 
             title = counter.title
             ylabel = picked.ylabel if picked else counter.ylabel
             ymax = counter.ymax if picked is None or picked.factor == 1.0 else None
-            fig = charts.over_time(title, lines, ylabel=ylabel, legend_title="group size", ymax=ymax)
+            limits = _limits(group, picked)
+            fig = charts.over_time(
+                title,
+                lines,
+                ylabel=ylabel,
+                legend_title="group size",
+                ymax=ymax,
+                limits=[(v, short) for v, short, _ in limits],
+            )
             cap = (
                 f"{counter.title} of {picked.note}"
                 if picked
                 else f"{counter.title}: not recorded in this run"
             )
-            tfigs.append(_fig(fig, cap + ". Time zero is the moment the group was woken."))
+            tfigs.append(
+                _fig(fig, cap + ". Time zero is the moment the group was woken." + _limit_caption(limits))
+            )
         suffix = f" ({cfg})" if several else ""
         sections.append(
             Section(
@@ -350,6 +398,7 @@ def _matrix_sections(cells: list[Cell], by_cell: dict[str, list[Series]]) -> lis
             lines, picked = _time_lines(counter, labelled, by_cell)
             ylabel = picked.ylabel if picked else counter.ylabel
             ymax = counter.ymax if picked is None or picked.factor == 1.0 else None
+            limits = _limits(group, picked)
             fig = charts.over_time(
                 counter.title,
                 lines,
@@ -357,13 +406,14 @@ def _matrix_sections(cells: list[Cell], by_cell: dict[str, list[Series]]) -> lis
                 legend_title="copiers / rebooters",
                 xlabel="seconds since copies and reboots started",
                 ymax=ymax,
+                limits=[(v, short) for v, short, _ in limits],
             )
             cap = (
                 f"{counter.title} of {picked.note}"
                 if picked
                 else f"{counter.title}: not recorded in this run"
             )
-            figs.append(_fig(fig, cap + f"; copy path {path}."))
+            figs.append(_fig(fig, cap + f"; copy path {path}." + _limit_caption(limits)))
         suffix = f" ({cfg})" if len(configs) > 1 and cfg else ""
         sections.append(
             Section(
@@ -394,9 +444,7 @@ def _table(cells: list[Cell], by_cell: dict[str, list[Series]]) -> str:
         ("disk queue<br>peak", "num"),
         ("outcome", ""),
     ]
-    out = ['<div class="scroll"><table><thead><tr>']
-    out += [f'<th class="{cls}">{h}</th>' for h, cls in head]
-    out.append("</tr></thead><tbody>")
+    rows: list[list[tuple[str, str]]] = []
     for c in cells:
         ss = by_cell.get(c.id, [])
         role = "rebooter" if c.is_matrix else None
@@ -408,7 +456,7 @@ def _table(cells: list[Cell], by_cell: dict[str, list[Series]]) -> str:
         cpu = _peak(ss, "cpu_pct", lambda e: "/" not in e)
         nic = _peak(ss, "nic_sent_util_pct", lambda e: True)
         dq = _peak(ss, "disk_queue_len", lambda e: True)
-        outcome = str(c.get("outcome", "") or "")
+        outcome = c.outcome
         row = [
             (c.id, ""),
             (c.configuration or "-", ""),
@@ -425,7 +473,16 @@ def _table(cells: list[Cell], by_cell: dict[str, list[Series]]) -> str:
             (f"{dq:.1f}" if dq is not None else "-", "num"),
             (outcome or "-", _outcome_class(outcome)),
         ]
-        out.append("<tr>" + "".join(f'<td class="{cls}">{html.escape(v)}</td>' for v, cls in row) + "</tr>")
+        rows.append(row)
+    # a column with nothing in it (copy path in a boot-storm-only run) only takes room
+    keep = [i for i in range(len(head)) if head[i][0] == "cell" or any(r[i][0] != "-" for r in rows)]
+    out = ['<div class="scroll"><table><thead><tr>']
+    out += [f'<th class="{head[i][1]}">{head[i][0]}</th>' for i in keep]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        out.append(
+            "<tr>" + "".join(f'<td class="{row[i][1]}">{html.escape(row[i][0])}</td>' for i in keep) + "</tr>"
+        )
     out.append("</tbody></table></div>")
     return "".join(out)
 
@@ -464,6 +521,18 @@ footer{color:#7a8590;font-size:11px;padding:0 28px 20px 28px}
 """
 
 
+def _read_verdicts(run: Path, cell: str) -> tuple[list[dict[str, Any]], str]:
+    try:
+        data = json.loads((run / CELLS_DIR / cell / VERDICTS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [], ""
+    if not isinstance(data, dict):
+        return [], ""
+    crit = data.get("criteria")
+    found = [c for c in crit if isinstance(c, dict)] if isinstance(crit, list) else []
+    return found, str(data.get("outcome") or "")
+
+
 def figures_html(run: Any) -> str:
     """The figures page of a run folder as an HTML string."""
     path = run_path(run)
@@ -473,7 +542,7 @@ def figures_html(run: Any) -> str:
     except (OSError, ValueError):
         info = {}
     summaries = read_cell_summaries(path)
-    cells = [Cell(cid, s) for cid, s in summaries.items()]
+    cells = [Cell(cid, s, *_read_verdicts(path, cid)) for cid, s in summaries.items()]
     by_cell: dict[str, list[Series]] = defaultdict(list)
     for s in read_series(path):
         by_cell[s.cell].append(s)

@@ -54,6 +54,7 @@ PLAN = textwrap.dedent(
         t0 = summary["storm_start_ts_s"]
         verdict = evaluate(CRITERIA, data, cell=cell, window=(t0, t0 + 360), names=names,
                            expected={{"clients": sorted(summary["clients"])}})
+        verdict.write(RUN)
         A.report_verdict(verdict, data)
         verdict.raise_for_outcome()
     """
@@ -142,6 +143,14 @@ def test_plan_to_offline_report_with_categories_and_history(tmp_path: Path) -> N
     assert len(hist) == 2
     fig_html = built.figures.read_text()
     assert fig_html.count("<svg") >= 6 and external_references(fig_html) == []
+    # the disk-queue chart shows the band the cells were judged against (from verdicts.json)
+    assert "pass &lt;= 8" in fig_html or "pass <= 8" in fig_html
+    assert "write-cache disk queue: peak &lt;= 8 = 2 * spindles" in fig_html
+    # the results table trusts the verdict over the summary (the synthetic summary says pass)
+    row050 = re.search(r"<tr><td[^>]*>boot_storm-standalone-050</td>.*?</tr>", fig_html)
+    assert row050 and '<td class="bad">fail</td>' in row050.group(0)
+    row100 = re.search(r"<tr><td[^>]*>boot_storm-standalone-100</td>.*?</tr>", fig_html)
+    assert row100 and '<td class="bad">lab_fault</td>' in row100.group(0)
 
 
 def test_report_command_latest_run_and_figures_only(tmp_path: Path) -> None:
