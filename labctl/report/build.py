@@ -126,7 +126,13 @@ def _run_info(run: Path) -> dict[str, Any]:
         return {}
 
 
-def allure_config(run: Path, output: Path, history: Path | None) -> dict[str, Any]:
+HISTORY_LIMIT = 100  # builds kept in the history file (a nightly run: about three months)
+HISTORY_MARK = ".history-appended"  # in report/: this run is in the history already
+
+
+def allure_config(
+    run: Path, output: Path, history: Path | None, *, append_history: bool = True
+) -> dict[str, Any]:
     info = _run_info(run)
     plan = info.get("plan") or "labctl"
     lab = info.get("lab") or ""
@@ -155,6 +161,9 @@ def allure_config(run: Path, output: Path, history: Path | None) -> dict[str, An
     }
     if history is not None:
         cfg["historyPath"] = str(history)
+        cfg["historyLimit"] = HISTORY_LIMIT
+        # rebuilding a run's report (labctl run, then labctl report) must not count it twice
+        cfg["appendHistory"] = append_history
     return cfg
 
 
@@ -194,7 +203,9 @@ def build_allure(
     with tempfile.TemporaryDirectory(prefix="labctl-allure-") as tmp:
         cfg_path = Path(tmp) / "allurerc.json"
         staging = Path(tmp) / "out"
-        cfg_path.write_text(json.dumps(allure_config(run, staging, history), indent=2), encoding="utf-8")
+        append = not (out / HISTORY_MARK).exists()
+        cfg = allure_config(run, staging, history, append_history=append)
+        cfg_path.write_text(json.dumps(cfg, indent=2), encoding="utf-8")
         argv = [*cmd, "generate", "--config", str(cfg_path), "--output", str(staging), str(results)]
         env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0", "CI": os.environ.get("CI", "")}
         try:
@@ -220,6 +231,8 @@ def build_allure(
         tmp_target = out / ".index.html.tmp"
         tmp_target.write_text(html, encoding="utf-8")
         tmp_target.replace(target)
+        if history is not None and append:
+            (out / HISTORY_MARK).write_text(str(history) + "\n", encoding="utf-8")
         for extra in ("summary.json",):
             if (staging / extra).is_file():
                 shutil.copyfile(staging / extra, out / f"allure-{extra}")

@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -134,13 +135,25 @@ def test_plan_to_offline_report_with_categories_and_history(tmp_path: Path) -> N
     # categories separate a threshold failure from a lab fault
     assert [c["name"] for c in by_story["boot_storm-standalone-050"]["categories"]] == ["Threshold failures"]
     assert [c["name"] for c in by_story["boot_storm-standalone-100"]["categories"]] == ["Lab faults"]
+    assert {t.get("transition") for t in trs} == {"new"}  # no history yet
     for t in trs:
         labels = {lb["name"]: lb["value"] for lb in t["labels"]}
         assert labels["epic"] == "boot_storm" and labels["feature"] == "boot storm"
-    # history: a second build appends, so trends have two points
+    # history: rebuilding the same run does not count it twice; the next run's build appends
     build_report(run)
-    hist = (results / "allure-history.jsonl").read_text().strip().splitlines()
-    assert len(hist) == 2
+    assert len((results / "allure-history.jsonl").read_text().strip().splitlines()) == 1
+    run2 = results / "20071106-100000-boot_storm-0002"
+    run2.mkdir()
+    shutil.copytree(run / "allure-results", run2 / "allure-results")
+    second = build_report(run2)
+    assert len((results / "allure-history.jsonl").read_text().strip().splitlines()) == 2
+    assert second.allure_index is not None
+    trs2 = [
+        json.loads(v)
+        for k, v in _report_data(second.allure_index.read_text()).items()
+        if k.startswith("data/test-results/")
+    ]
+    assert trs2 and all(t.get("transition") != "new" for t in trs2)  # seen in the previous run
     fig_html = built.figures.read_text()
     assert fig_html.count("<svg") >= 6 and external_references(fig_html) == []
     # the disk-queue chart shows the band the cells were judged against (from verdicts.json)
