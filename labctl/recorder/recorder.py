@@ -40,7 +40,7 @@ from labctl.recorder.series import (
     event_record,
     run_path,
 )
-from labctl.recorder.summary import back_to_baseline, baseline
+from labctl.recorder.summary import back_to_baseline, baseline, summarize
 
 
 @runtime_checkable
@@ -95,7 +95,8 @@ class Recorder:
         self.clock = clock or LabClock()
         self.interval_s = interval_s
         self.stop_timeout_s = stop_timeout_s
-        self._redactor: Redacts = redactor or _NoRedaction()
+        # a RunFolder brings its own redactor (every secret value of the lab)
+        self._redactor: Redacts = redactor or getattr(run, "redactor", None) or _NoRedaction()
         self._cell = cell
         self._store = SeriesStore()
         self._series = SeriesWriter(self.path / SERIES_FILE)
@@ -175,6 +176,23 @@ class Recorder:
     ) -> list[Series]:
         """What was recorded so far (in memory), selected like :func:`read_series`."""
         return self._store.series(cell=cell, source=source, entity=entity, metric=metric)
+
+    def summaries(
+        self,
+        cell: str,
+        *,
+        window: tuple[float | None, float | None] = (None, None),
+        source: str | None = None,
+        thresholds: dict[str, float] | None = None,
+    ) -> dict[str, dict[str, Any]]:
+        """``source/entity/metric`` -> :func:`~labctl.recorder.summary.summarize` of each series
+        of ``cell`` over ``window``: the ``metrics`` of ``cells/<cell>/summary.json``.
+        ``thresholds`` (by metric name) add time above / storm duration."""
+        out = {}
+        for s in self.series(cell=cell, source=source):
+            w = s.window(*window)
+            out[s.key] = summarize(w, (thresholds or {}).get(s.metric))
+        return out
 
     def sample_once(self) -> int:
         """Read every polled source once, in this thread (for tests and one-off snapshots)."""

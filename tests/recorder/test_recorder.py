@@ -257,3 +257,20 @@ def test_wait_back_to_baseline(tmp_path: Path) -> None:
         t1 = time.monotonic()
         assert rec.wait_back_to_baseline(metric="nic_pct", storm_start_ts=t0 + 30, timeout_s=50) is None
         assert time.monotonic() - t1 < 2.0
+
+
+def test_summaries_for_the_cell_file_and_the_run_folders_redactor(tmp_path: Path) -> None:
+    class Run:
+        path = tmp_path
+        redactor = Redactor()
+
+    rec = Recorder(Run(), [], clock=FAST)
+    with rec, rec.cell("c"):
+        rec.record("error", "bmc", reason="login hunter2 refused")
+        rec.record_samples(
+            [Sample("tp", "pvs-01", "cpu_pct", "%", 100.0 + i, v) for i, v in enumerate([5, 90, 95, 5])]
+        )
+    got = rec.summaries("c", window=(100.0, 102.0), thresholds={"cpu_pct": 50})
+    assert got["tp/pvs-01/cpu_pct"]["peak"] == 95 and got["tp/pvs-01/cpu_pct"]["samples"] == 3
+    assert got["tp/pvs-01/cpu_pct"]["time_above_s"] == pytest.approx(2.0)
+    assert "hunter2" not in (tmp_path / "events.jsonl").read_text()
