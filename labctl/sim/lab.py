@@ -365,7 +365,7 @@ class SimulatedLab:
         for f in self.faults:
             cmd += ["--fault", _fault_arg(f)]
         log_path = self.state_dir / SIMD_LOG
-        with open(log_path, "ab") as log:
+        with open(log_path, "wb") as log:  # a fresh log per start
             simd = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,

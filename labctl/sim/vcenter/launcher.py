@@ -173,7 +173,7 @@ def launch_vcenter(
     config_file = folder / f"{safe}.json"
     write_text_atomic(config_file, json.dumps(config, indent=1), mode=0o600)
     log_file = state_dir / f"vcsim-{safe}.log"
-    out = open(log_file, "ab")  # noqa: SIM115 - handed to the child, closed below
+    out = open(log_file, "wb")  # noqa: SIM115 - a fresh log per start, handed to the child, closed below
     try:
         proc = subprocess.Popen(
             [str(binary), "-config", str(config_file)],

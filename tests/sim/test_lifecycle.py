@@ -1,0 +1,306 @@
+"""`labctl sim up/status/down` and SimulatedLab: start, find, stop -- and nothing left behind.
+
+CLI tests run `python -m labctl sim ...` as a subprocess with LABCTL_STATE_DIR in tmp, on a test lab
+with random 127.x addresses. Every test stops what it started by pid, even when it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import paramiko
+import pytest
+import wakeonlan
+
+from labctl.inventory import resolve_credential
+from labctl.inventory.credentials import SECRETS_FILE_VAR
+from labctl.sim import lab as sim_lab_module
+from labctl.sim.endpoint import PortInUseError
+from labctl.sim.lab import SimAlreadyRunningError, SimulatedLab, leftover_processes
+from labctl.sim.state import STATE_DIR_VAR, ProcessRecord, read_state, stop_processes
+from tests.labfiles import make_test_lab
+
+pytestmark = pytest.mark.integration
+
+CLI_TIMEOUT_S = 90
+
+
+def run_cli(
+    state_dir: Path, *args: str, timeout_s: float = CLI_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in (SECRETS_FILE_VAR, "LABCTL_LAB", "LABCTL_CONFIG")}
+    env[STATE_DIR_VAR] = str(state_dir)
+    env["COLUMNS"] = "120"
+    return subprocess.run(
+        [sys.executable, "-m", "labctl", "sim", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Iterator[Path]:
+    """A state folder; whatever runs for it at teardown is stopped by pid (from the state file)."""
+    sd = tmp_path / "state"
+    try:
+        yield sd
+    finally:
+        state = read_state(sd)
+        if state is not None:
+            stop_processes(state.processes)
+        for pid in leftover_processes(sd):  # a failed test must not leave a simulator running
+            stop_processes([ProcessRecord("leftover", pid, str(sd))])
+
+
+def assert_nothing_left(state_dir: Path, pids: list[int]) -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and leftover_processes(state_dir):
+        time.sleep(0.05)
+    assert leftover_processes(state_dir) == []
+    for pid in pids:
+        try:
+            st = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            continue
+        assert st == "Z", f"pid {pid} still runs"
+
+
+# --- the CLI -------------------------------------------------------------------------------------
+
+
+def test_up_status_down_leaves_no_process_behind(tmp_path: Path, state_dir: Path) -> None:
+    lab = make_test_lab(tmp_path, clients=5)
+    t0 = time.monotonic()
+    up = run_cli(state_dir, "up", "--lab", str(lab))
+    took = time.monotonic() - t0
+    assert up.returncode == 0, up.stderr
+    assert "Simulated lab up" in up.stdout
+    assert took < 20
+    state = json.loads((state_dir / "state.json").read_text())
+    pids = [p["pid"] for p in state["processes"]]
+    assert {p["role"] for p in state["processes"]} == {"simd", "vcsim:vc-01"}
+    assert state["time_scale"] == 60 and state["anchor_wall_s"] > 0
+    kinds = {e["kind"] for e in state["endpoints"]}
+    assert {"wol", "vcenter"} <= kinds
+    assert all({"kind", "name", "host", "port"} <= set(e) for e in state["endpoints"])
+    secrets = state_dir / "secrets.yaml"
+    assert stat.S_IMODE(secrets.stat().st_mode) == 0o600
+    assert "sim.vcenter_password" in secrets.read_text()
+
+    again = run_cli(state_dir, "up", "--lab", str(lab))
+    assert again.returncode == 2
+    assert "already running" in again.stderr
+
+    status = run_cli(state_dir, "status")
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert "every endpoint answers" in status.stdout
+
+    down = run_cli(state_dir, "down")
+    assert down.returncode == 0, down.stderr
+    assert "stopped simd" in down.stdout
+    assert not (state_dir / "state.json").exists()
+    assert_nothing_left(state_dir, pids)
+
+    nothing = run_cli(state_dir, "status")
+    assert nothing.returncode == 1
+    assert "no simulated lab is running" in nothing.stdout
+    assert run_cli(state_dir, "down").returncode == 0
+
+
+def _taken(kind: str, lab: Path) -> tuple[socket.socket, str, int]:
+    from labctl.inventory import load_lab
+
+    lab_obj = load_lab(lab, every_machine=True)
+    if kind == "wol":
+        net = lab_obj.networks["lab-net"]
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((net.broadcast, net.wol_port))
+        return s, net.broadcast, net.wol_port
+    url = lab_obj.vcenters["vc-01"].url if kind == "vcenter" else lab_obj.machine("pvs-01").bmc.url  # type: ignore[union-attr]
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    s = socket.socket()
+    s.bind((host, int(port)))
+    s.listen()
+    return s, host, int(port)
+
+
+@pytest.mark.parametrize("kind", ["vcenter", "wol", "redfish"])
+def test_taken_port_exits_2_naming_it(tmp_path: Path, state_dir: Path, kind: str) -> None:
+    lab = make_test_lab(tmp_path, clients=2)
+    sock, host, port = _taken(kind, lab)
+    with sock:
+        up = run_cli(state_dir, "up", "--lab", str(lab))
+    assert up.returncode == 2, up.stdout + up.stderr
+    assert f"{host}:{port} is already in use" in up.stderr
+    assert not (state_dir / "state.json").exists()
+    assert_nothing_left(state_dir, [])
+
+
+def test_status_exits_1_when_a_process_died_and_down_cleans_up(tmp_path: Path, state_dir: Path) -> None:
+    lab = make_test_lab(tmp_path, clients=2)
+    assert run_cli(state_dir, "up", "--lab", str(lab)).returncode == 0
+    state = read_state(state_dir)
+    assert state is not None
+    simd = next(p for p in state.processes if p.role == "simd")
+    os.kill(simd.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while simd.pid in leftover_processes(state_dir) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    status = run_cli(state_dir, "status")
+    assert status.returncode == 1
+    assert "do not answer" in status.stdout or "not running" in status.stdout
+    down = run_cli(state_dir, "down")
+    assert down.returncode == 0, down.stderr
+    assert_nothing_left(state_dir, [p.pid for p in state.processes])
+
+
+def test_bad_fault_option_is_bad_input(tmp_path: Path, state_dir: Path) -> None:
+    up = run_cli(
+        state_dir, "up", "--lab", str(make_test_lab(tmp_path, clients=1)), "--fault", "melts:optiplex-001"
+    )
+    assert up.returncode == 2
+    assert "unknown fault kind 'melts'" in up.stderr
+    assert_nothing_left(state_dir, [])
+
+
+# --- the Python API ------------------------------------------------------------------------------
+
+
+def test_context_manager_stops_everything_on_an_exception(tmp_path: Path) -> None:
+    sd = tmp_path / "state"
+    lab = make_test_lab(tmp_path, clients=2)
+    pids: list[int] = []
+    with pytest.raises(RuntimeError, match="boom"), SimulatedLab(lab, state_dir=sd) as sim:
+        pids = [p.pid for p in sim.state.processes]
+        assert sim.running
+        # the orchestrator's clock agrees with the simulator's: same anchor and scale
+        assert (sim.clock.anchor_wall_s, sim.clock.scale) == (sim.state.anchor_wall_s, 60)
+        assert abs(sim.clock.now() - sim.state.clock.now()) < 1.0
+        raise RuntimeError("boom")
+    assert pids
+    assert read_state(sd) is None
+    assert_nothing_left(sd, pids)
+
+
+def test_context_manager_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
+    sd = tmp_path / "state"
+    pids: list[int] = []
+    with (
+        pytest.raises(KeyboardInterrupt),
+        SimulatedLab(make_test_lab(tmp_path, clients=1), state_dir=sd) as sim,
+    ):
+        pids = [p.pid for p in sim.state.processes]
+        raise KeyboardInterrupt
+    assert_nothing_left(sd, pids)
+
+
+def test_attach_finds_the_running_lab_and_leaving_it_does_not_stop_it(tmp_path: Path) -> None:
+    sd = tmp_path / "state"
+    with SimulatedLab(make_test_lab(tmp_path, clients=1), state_dir=sd) as sim:
+        with SimulatedLab.attach(sd) as other:
+            assert other.endpoints == sim.endpoints
+            assert other.clock == sim.clock
+            assert other.lab.name == sim.lab.name
+        assert sim.running
+        with pytest.raises(SimAlreadyRunningError):
+            SimulatedLab(make_test_lab(tmp_path, clients=1, name="second.yaml"), state_dir=sd).start()
+        assert all(h.ok for h in sim.health())
+
+
+def test_a_port_taken_after_the_check_still_fails_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The simulator process and the vCenter report a taken address themselves (a race with the check)."""
+    monkeypatch.setattr(sim_lab_module, "check_ports", lambda lab: None)
+    for kind in ("wol", "vcenter"):
+        lab = make_test_lab(tmp_path, clients=1, name=f"{kind}.yaml")
+        sd = tmp_path / f"state-{kind}"
+        sock, host, port = _taken(kind, lab)
+        with sock, pytest.raises(PortInUseError, match=f"{host}:{port}"):
+            SimulatedLab(lab, state_dir=sd).start()
+        assert read_state(sd) is None
+        assert_nothing_left(sd, [])
+
+
+def test_startup_of_the_full_2007_lab_is_under_20_s(tmp_path: Path) -> None:
+    """100 clients, 4 servers, a vCenter with 10 VMs, a Unity (sim-2007.yaml on test addresses)."""
+    sd = tmp_path / "state"
+    with SimulatedLab(make_test_lab(tmp_path, clients=100), state_dir=sd) as sim:
+        assert len(sim.lab.clients) == 100
+        assert sim.state.startup_s < 20
+        health = sim.health()
+        assert all(h.ok for h in health), [h for h in health if not h.ok]
+        print(f"startup of 100 clients: {sim.state.startup_s:.2f} s")
+
+
+# --- the acceptance path: a magic packet boots a client whose SSH then answers --------------------
+
+
+def _hostname(host: str, port: int, user: str, password: str) -> str:
+    client = paramiko.SSHClient()
+    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+    try:
+        client.connect(
+            host,
+            port,
+            username=user,
+            password=password,
+            timeout=2,
+            banner_timeout=2,
+            auth_timeout=2,
+            look_for_keys=False,
+            allow_agent=False,
+        )
+        _, stdout, _ = client.exec_command("hostname", timeout=5)
+        return stdout.read().decode().strip()
+    finally:
+        client.close()
+
+
+def test_magic_packet_makes_the_clients_ssh_answer_after_the_boot_time(start_sim) -> None:
+    pytest.importorskip("labctl.sim.ssh", reason="the SSH endpoints (labctl.sim.ssh) are not built yet")
+    sim = start_sim(clients=3, time_scale=20)
+    client = sim.lab.machine("optiplex-002")
+    assert client.ssh is not None and client.ssh.password is not None
+    ssh = sim.endpoint("ssh", client.name)
+    password = resolve_credential(client.ssh.password, client.name)
+    wol = sim.endpoint("wol", "lab-net")
+
+    with pytest.raises((OSError, paramiko.SSHException)):
+        _hostname(ssh.host, ssh.port, client.ssh.user, password)  # off: nothing answers
+
+    woke_at = sim.clock.now()
+    wakeonlan.wake(client.mac, host=wol.host, port=wol.port)
+    time.sleep(0.05)
+    with pytest.raises((OSError, paramiko.SSHException)):
+        _hostname(ssh.host, ssh.port, client.ssh.user, password)  # booting: still nothing
+    assert sim.clock.now() - woke_at < 10
+
+    deadline = time.monotonic() + 30
+    name = None
+    while name is None:
+        try:
+            name = _hostname(ssh.host, ssh.port, client.ssh.user, password)
+        except (OSError, paramiko.SSHException):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+    booted_after = sim.clock.now() - woke_at
+    assert name.lower() == client.name
+    # the placeholder twin boots a client in 1 + 30 lab s; any twin's boot takes a while
+    assert booted_after >= (29 if sim.state.twin == "placeholder" else 10), booted_after
+    # the other clients were not woken
+    other = sim.endpoint("ssh", "optiplex-001")
+    with pytest.raises((OSError, paramiko.SSHException)):
+        _hostname(other.host, other.port, client.ssh.user, password)
