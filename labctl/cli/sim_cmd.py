@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from collections import defaultdict
@@ -169,7 +170,15 @@ def up(
         except ValueError as exc:
             raise BadInputError(str(exc)) from None
     t0 = time.monotonic()
-    sim = SimulatedLab(lab_file, configuration, faults, state_dir, twin=twin).start()
+
+    def terminated(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM while starting: clean up what was started, as on Ctrl-C
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        sim = SimulatedLab(lab_file, configuration, faults, state_dir, twin=twin).start()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     for w in sim.warnings:
         click.echo(f"warning: {w}", err=True)
     health = sim.health()

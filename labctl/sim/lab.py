@@ -222,6 +222,7 @@ class SimulatedLab:
         self._lab: Lab | None = None
         self._state: SimState | None = None
         self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._records: list[ProcessRecord] = []
         self._owner = False
 
     # --- finding a running one -----------------------------------------------------------------
@@ -329,7 +330,7 @@ class SimulatedLab:
         specs = [*lab.faults, *(_fault_spec(f) for f in self.faults)]
         anchor = time.time()
         marker = str(self.state_dir)
-        self._records: list[ProcessRecord] = []
+        self._records = []
         ready_file = self.state_dir / SIMD_READY_FILE
         ready_file.unlink(missing_ok=True)
 
@@ -457,8 +458,7 @@ class SimulatedLab:
         return report
 
     def _cleanup_launch(self) -> None:
-        records = getattr(self, "_records", [])
-        stop_processes(records, children=self._children)
+        stop_processes(self._records, children=self._children)
         for child in self._children.values():
             with contextlib.suppress(Exception):
                 child.wait(timeout=1)

@@ -71,16 +71,16 @@ def make_twin(
 ) -> tuple[LabTwin, str]:
     """The lab twin: ``physical`` (labctl.sim.twin.build_twin), ``placeholder``, or ``auto``."""
     if kind in ("auto", "physical"):
-        try:
-            from labctl.sim.twin import build_twin  # type: ignore[attr-defined]
-        except ImportError:
-            if kind == "physical":
-                raise LabctlError(
-                    "--twin physical: the physical lab twin (labctl.sim.twin.build_twin) is not built yet;"
-                    " use --twin placeholder"
-                ) from None
-        else:
+        import labctl.sim.twin as twin_pkg  # a broken physical twin fails loudly, not silently
+
+        build_twin = getattr(twin_pkg, "build_twin", None)
+        if build_twin is not None:
             return build_twin(lab, clock, faults), "physical"
+        if kind == "physical":
+            raise LabctlError(
+                "--twin physical: the physical lab twin (labctl.sim.twin.build_twin) is not built yet;"
+                " use --twin placeholder"
+            )
     from labctl.sim.twin.placeholder import PlaceholderTwin
 
     never_wake = frozenset(
@@ -230,6 +230,7 @@ class Simulator:
                     return
                 sim.faults.add(spec)
                 sim.fault_specs.append(spec)
+                sim.publish_vcenter_faults()
                 log.info("fault added at run time: %s", spec)
                 self._reply(200, {"faults": [f.model_dump(mode="json") for f in sim.fault_specs]})
 
@@ -241,12 +242,23 @@ class Simulator:
                     return
                 sim.faults.clear()
                 sim.fault_specs.clear()
+                sim.publish_vcenter_faults()
                 log.info("faults cleared at run time")
                 self._reply(200, {"faults": []})
 
         self.control = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.control.daemon_threads = True
         threading.Thread(target=self.control.serve_forever, name="control", daemon=True).start()
+
+    def publish_vcenter_faults(self) -> None:
+        """Hand vcenter_task_fails faults to the labctl-vcsim processes (they re-read this file)."""
+        from labctl.sim.vcenter.launcher import write_faults_file
+        from labctl.sim.vcenter.topology import fault_entries, topology
+
+        for vc in self.lab.vcenters.values():
+            if (self.state_dir / "vcenter").is_dir() and any(m.vcenter == vc.name for m in self.lab.vms):
+                entries = fault_entries(topology(self.lab, vc), self.fault_specs, self.clock.scale)
+                write_faults_file(self.state_dir, vc, entries)
 
     # --- reporting -----------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:

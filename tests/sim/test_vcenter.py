@@ -214,3 +214,34 @@ def test_vcenter_task_fails_fault_ends_power_tasks_in_error(start_sim) -> None:
         wait_for(lambda: guest_ready(vms["vdi-004"]), "vdi-004's guest")
         assert not guest_ready(vms["vdi-003"])
         assert vms["vdi-003"].runtime.powerState == "poweredOff"
+
+
+def test_a_task_fault_added_at_run_time_reaches_the_vcenter(shared_sim_lab: SimulatedLab) -> None:
+    sim = shared_sim_lab
+    with connect(sim) as si:
+        vm = vms_by_name(si)["vdi-010"]
+
+        def power_on_fails() -> bool:
+            before = vm.runtime.powerState
+            info = wait_task(vm.PowerOnVM_Task())
+            if info.state == "success":  # the fault has not arrived yet
+                wait_task(vm.PowerOffVM_Task())
+                return False
+            assert isinstance(info.error, vim.fault.GenericVmConfigFault), info.error
+            assert vm.runtime.powerState == before  # a failed task changes nothing
+            return True
+
+        sim.add_fault("vcenter_task_fails:vdi-010")
+        try:
+            wait_for(power_on_fails, "the fault to reach the vCenter", timeout_s=5, step_s=0.05)
+        finally:
+            sim.clear_faults()
+
+        def power_cycle_works() -> bool:
+            if vm.runtime.powerState == "poweredOn" and wait_task(vm.PowerOffVM_Task()).state != "success":
+                return False
+            ok = wait_task(vm.PowerOnVM_Task()).state == "success"
+            wait_task(vm.PowerOffVM_Task())
+            return ok
+
+        wait_for(power_cycle_works, "the fault to be cleared", timeout_s=5, step_s=0.05)

@@ -27,7 +27,7 @@ from labctl.inventory.model import Lab, VCenter
 from labctl.sim.certs import server_cert
 from labctl.sim.endpoint import EndpointInfo, PortInUseError
 from labctl.sim.state import write_text_atomic
-from labctl.sim.vcenter.topology import Topology, simulator_config, topology, vm_faults
+from labctl.sim.vcenter.topology import Topology, simulator_config, topology
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 BIN_DIR = PROJECT_ROOT / ".labctl" / "bin"
@@ -86,6 +86,19 @@ def ensure_binary(timeout_s: float = 300.0) -> Path:
             f"building {BINARY} failed (run `make install`):\n{proc.stderr.strip()[-2000:]}"
         )
     return BINARY
+
+
+def safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def faults_file(state_dir: Path, vc: VCenter) -> Path:
+    """Where the simulator process puts run-time faults for this vCenter (labctl-vcsim re-reads it)."""
+    return state_dir / "vcenter" / f"{safe_name(vc.name)}.faults.json"
+
+
+def write_faults_file(state_dir: Path, vc: VCenter, entries: list[dict[str, Any]]) -> None:
+    write_text_atomic(faults_file(state_dir, vc), json.dumps(entries), mode=0o600)
 
 
 @dataclass
@@ -151,7 +164,7 @@ def launch_vcenter(
     topo = topology(lab, vc)
     folder = state_dir / "vcenter"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in vc.name)
+    safe = safe_name(vc.name)
     # a certificate from the state folder's CA (labctl.sim.certs), like every simulated endpoint
     tls = server_cert(state_dir, topo.host, vc.name)
     ready = folder / f"{safe}.ready.json"
@@ -163,13 +176,15 @@ def launch_vcenter(
         username=vc.user,
         password=password,
         time_scale=lab.time_scale,
-        faults=vm_faults(faults, topo),
+        faults=faults,
         seed=lab.seed,
         ready_file=str(ready),
         datastore_dir=str(ds_dir),
         tls_cert=str(tls.cert_file),
         tls_key=str(tls.key_file),
+        faults_file=str(faults_file(state_dir, vc)),
     )
+    write_faults_file(state_dir, vc, config["faults"])
     config_file = folder / f"{safe}.json"
     write_text_atomic(config_file, json.dumps(config, indent=1), mode=0o600)
     log_file = state_dir / f"vcsim-{safe}.log"

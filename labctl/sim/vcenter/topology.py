@@ -112,6 +112,17 @@ def vm_faults(faults: list[FaultSpec] | tuple[FaultSpec, ...], topo: Topology) -
     return out
 
 
+def fault_entries(topo: Topology, faults: list[FaultSpec], time_scale: float) -> list[dict[str, Any]]:
+    """The vcenter_task_fails faults of this vCenter as labctl-vcsim takes them (VM names, wall s)."""
+    vm_names = [v.name for v in topo.vms]
+    out = []
+    for f in vm_faults(faults, topo):
+        targets = {n for t in f.targets for n in expand_names(t)}
+        vms = vm_names if topo.vcenter.name in targets else [n for n in vm_names if n in targets]
+        out.append({"vms": vms, "after_wall_s": f.after_s / time_scale, "probability": f.probability})
+    return out
+
+
 def simulator_config(
     topo: Topology,
     *,
@@ -124,16 +135,9 @@ def simulator_config(
     datastore_dir: str,
     tls_cert: str = "",
     tls_key: str = "",
+    faults_file: str = "",
 ) -> dict[str, Any]:
     """The JSON configuration of the labctl-vcsim program (see vcsimlab/main.go)."""
-    vm_names = [v.name for v in topo.vms]
-    fault_entries = []
-    for f in faults:
-        targets = {n for t in f.targets for n in expand_names(t)}
-        vms = vm_names if topo.vcenter.name in targets else [n for n in vm_names if n in targets]
-        fault_entries.append(
-            {"vms": vms, "after_wall_s": f.after_s / time_scale, "probability": f.probability}
-        )
     return {
         "listen": f"{topo.host}:{topo.port}",
         "username": username,
@@ -171,6 +175,7 @@ def simulator_config(
         ],
         "task_delay_ms": {k: round(v * 1000 / time_scale) for k, v in TASK_LATENCY_LAB_S.items()},
         "task_jitter": TASK_JITTER_CV,
-        "faults": fault_entries,
+        "faults": fault_entries(topo, faults, time_scale),
+        "faults_file": faults_file,
         "seed": seed,
     }

@@ -85,6 +85,7 @@ type config struct {
 	TaskDelayMS  map[string]int     `json:"task_delay_ms"`
 	TaskJitter   float64            `json:"task_jitter"`
 	Faults       []faultConfig      `json:"faults"`
+	FaultsFile   string             `json:"faults_file"` // re-read when it changes: faults set at run time
 	Seed         int64              `json:"seed"`
 }
 
@@ -140,6 +141,42 @@ func (fb *faultBook) active(vmName string) bool {
 		}
 	}
 	return false
+}
+
+func (fb *faultBook) any() bool {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	return len(fb.faults) > 0
+}
+
+func (fb *faultBook) set(list []faultConfig) {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	fb.faults = list
+}
+
+// watchFaults replaces the fault list whenever the faults file changes (labctl's simulator process
+// writes it when a fault is added or cleared at run time).
+func (fb *faultBook) watchFaults(path string) {
+	var last time.Time
+	for range time.Tick(100 * time.Millisecond) {
+		st, err := os.Stat(path)
+		if err != nil || !st.ModTime().After(last) {
+			continue
+		}
+		last = st.ModTime()
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var list []faultConfig
+		if err := json.Unmarshal(raw, &list); err != nil {
+			log.Printf("%s: %v", path, err)
+			continue
+		}
+		fb.set(list)
+		log.Printf("faults from %s: %+v", path, list)
+	}
 }
 
 var faults = &faultBook{start: time.Now()}
@@ -225,7 +262,9 @@ func handler(ctx *simulator.Context, m *simulator.Method) (mo.Reference, types.B
 			m.This = faultProxyRef
 		}
 	case "PowerOnMultiVM_Task":
-		m.This = faultProxyRef
+		if faults.any() {
+			m.This = faultProxyRef
+		}
 	}
 	return nil, nil
 }
@@ -390,7 +429,7 @@ func main() {
 	_ = probe.Close()
 
 	faults.rng = rand.New(rand.NewSource(cfg.Seed))
-	faults.faults = cfg.Faults
+	faults.set(cfg.Faults)
 
 	model := simulator.VPX()
 	model.Datacenter = 0
@@ -446,11 +485,9 @@ func main() {
 	faults.start = time.Now()
 	faults.mu.Unlock()
 	simulator.Map.Put(&faultProxy{})
-	simulator.Map.Handler = func(c *simulator.Context, m *simulator.Method) (mo.Reference, types.BaseMethodFault) {
-		if len(faults.faults) == 0 {
-			return nil, nil
-		}
-		return handler(c, m)
+	simulator.Map.Handler = handler
+	if cfg.FaultsFile != "" {
+		go faults.watchFaults(cfg.FaultsFile)
 	}
 
 	public := *server.URL
