@@ -18,7 +18,7 @@ from labctl.errors import EXIT_FAILED, EXIT_OK
 from labctl.inventory.load import display_path
 from labctl.sim.endpoint import EndpointInfo
 from labctl.sim.lab import EndpointHealth, SimNotRunningError, SimulatedLab, describe_faults
-from labctl.sim.state import read_state, resolve_state_dir, state_path
+from labctl.sim.state import default_state_dir, read_state, resolve_state_dir, state_path
 
 state_dir_option = click.option(
     "--state-dir",
@@ -125,6 +125,8 @@ def _print_lab(sim: SimulatedLab, health: list[EndpointHealth], verbose: bool, h
         f"  state: {display_path(state_path(Path(st.state_dir)))}; logs: {display_path(st.state_dir)}/*.log"
     )
     console.print(f"  credentials: {display_path(st.secrets_file)}")
+    if Path(st.state_dir) != default_state_dir():
+        console.print(f"  for labctl: export LABCTL_SECRETS_FILE={st.secrets_file}", soft_wrap=True)
     if st.faults:
         console.print(f"  faults added at up: {', '.join(describe_faults(st.faults))}")
 

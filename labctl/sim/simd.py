@@ -39,10 +39,9 @@ from typing import Any
 
 from labctl.clock import LabClock
 from labctl.errors import LabctlError
-from labctl.inventory.faults import FaultKind, FaultSpec
+from labctl.inventory.faults import FaultSpec
 from labctl.inventory.load import load_lab
 from labctl.inventory.model import Lab
-from labctl.inventory.ranges import expand_names
 from labctl.sim.certs import CA_FILE
 from labctl.sim.endpoint import PortInUseError, SimContext, SimEndpoint
 from labctl.sim.faults import FaultBook, parse_fault_option
@@ -66,9 +65,7 @@ START_WORKERS = 16
 # --- twin --------------------------------------------------------------------------------------
 
 
-def make_twin(
-    kind: str, lab: Lab, clock: LabClock, faults: FaultBook, specs: list[FaultSpec]
-) -> tuple[LabTwin, str]:
+def make_twin(kind: str, lab: Lab, clock: LabClock, faults: FaultBook) -> tuple[LabTwin, str]:
     """The lab twin: ``physical`` (labctl.sim.twin.build_twin), ``placeholder``, or ``auto``."""
     if kind in ("auto", "physical"):
         import labctl.sim.twin as twin_pkg  # a broken physical twin fails loudly, not silently
@@ -83,10 +80,8 @@ def make_twin(
             )
     from labctl.sim.twin.placeholder import PlaceholderTwin
 
-    never_wake = frozenset(
-        n for f in specs if f.kind is FaultKind.CLIENT_NEVER_WAKES for t in f.targets for n in expand_names(t)
-    )
-    return PlaceholderTwin(lab, clock, never_wake=never_wake), "placeholder"
+    # client_never_wakes is applied by the WoL listener through the FaultBook (after_s, probability)
+    return PlaceholderTwin(lab, clock), "placeholder"
 
 
 # --- control port --------------------------------------------------------------------------------
@@ -103,7 +98,7 @@ class Simulator:
         self.clock = LabClock(scale=self.lab.time_scale, anchor_wall_s=anchor)
         self.fault_specs = [*self.lab.faults, *(_parse_fault(f) for f in args.fault)]
         self.faults = FaultBook(self.fault_specs, self.clock, seed=self.lab.seed)
-        self.twin, self.twin_kind = make_twin(args.twin, self.lab, self.clock, self.faults, self.fault_specs)
+        self.twin, self.twin_kind = make_twin(args.twin, self.lab, self.clock, self.faults)
         from labctl.sim.secrets import sim_secrets
 
         self.secrets = sim_secrets(self.lab, self.state_dir, generate=False).values

@@ -218,23 +218,29 @@ def test_taken_port_names_it(lab: Lab) -> None:
 
 
 @pytest.mark.integration
-def test_simulator_process_counts_packets_in_its_status(sim_lab: SimulatedLab) -> None:
+def test_simulator_process_counts_packets_in_its_status(start_sim) -> None:
+    """Also: a fault given at start (as `sim up --fault` does) reaches the simulator process."""
+    sim_lab: SimulatedLab = start_sim(sim_faults=["client_never_wakes:optiplex-003"])
     lab = sim_lab.lab
     wol = sim_lab.endpoint("wol", "lab-net")
     assert (wol.host, wol.port) == (lab.networks["lab-net"].broadcast, lab.networks["lab-net"].wol_port)
     wakeonlan.wake(lab.machine("optiplex-002").mac, host=wol.host, port=wol.port)
+    wakeonlan.wake(lab.machine("optiplex-003").mac, host=wol.host, port=wol.port)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
         s.sendto(b"not a magic packet", (wol.host, wol.port))
     deadline = time.monotonic() + DEADLINE_S
     while True:
         entry = next(e for e in sim_lab.control_status()["endpoints"] if e["kind"] == "wol")
-        if entry["stats"]["received"] == 2 or time.monotonic() > deadline:
+        if entry["stats"]["received"] == 3 or time.monotonic() > deadline:
             break
         time.sleep(0.02)
     assert entry["stats"]["woken"] == 1
     assert entry["stats"]["malformed"] == 1
+    assert entry["stats"]["ignored_by_fault"] == 1
     status = sim_lab.control_status()
     machine = {e["name"]: e for e in status["endpoints"] if e["kind"] == "ssh"}
     assert machine["optiplex-002"]["power"] != str(PowerState.OFF)
     assert machine["optiplex-001"]["power"] == str(PowerState.OFF)
+    assert machine["optiplex-003"]["power"] == str(PowerState.OFF)
+    assert {"kind": "client_never_wakes", "targets": ["optiplex-003"]}.items() <= status["faults"][-1].items()
