@@ -21,12 +21,19 @@ SECRETS_FILE_VAR = "LABCTL_SECRETS_FILE"
 SIM_SECRETS_FILE = Path(__file__).resolve().parents[2] / ".labctl" / "sim" / "secrets.yaml"
 
 
+# The simulator's run-time folder when it is not the default (tests, parallel labs).
+STATE_DIR_VAR = "LABCTL_STATE_DIR"
+
+
 def secrets_file() -> Path | None:
-    """$LABCTL_SECRETS_FILE, else the simulated lab's generated file if it exists."""
+    """$LABCTL_SECRETS_FILE, else the simulated lab's generated file if it exists (in
+    $LABCTL_STATE_DIR when that names the simulator's folder, else the project's default)."""
     path = os.environ.get(SECRETS_FILE_VAR)
     if path:
         return Path(path)
-    return SIM_SECRETS_FILE if SIM_SECRETS_FILE.exists() else None
+    state_dir = os.environ.get(STATE_DIR_VAR)
+    sim_file = Path(state_dir) / SIM_SECRETS_FILE.name if state_dir else SIM_SECRETS_FILE
+    return sim_file if sim_file.exists() else None
 
 
 def resolve_credential(ref: str, endpoint: str) -> str:

@@ -28,6 +28,14 @@ import pytest
 from labctl.errors import BadInputError, InventoryError
 from labctl.inventory.load import load_lab
 from labctl.inventory.model import Lab
+from labctl.plugin import plan_fixtures
+from labctl.plugin.plan_fixtures import (  # noqa: F401  (pytest finds fixtures and hooks by name here)
+    lab_env,
+    plan_cell,
+    plan_params,
+    pytest_generate_tests,
+    reuse_cell,
+)
 from labctl.recorder.runfolder import Outcome, RunFolder
 
 # --- settings -----------------------------------------------------------------------------------
@@ -73,6 +81,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help=f"where run folders go (env {RESULTS_ENV}; default: <rootdir>/results)",
     )
+    plan_fixtures.add_options(group)
     parser.addini("labctl_lab", "inventory file, relative to the ini file", default="")
     parser.addini("labctl_lab_config", "configuration of the lab", default="")
     parser.addini("labctl_results_dir", "where run folders go, relative to the ini file", default="")
@@ -138,6 +147,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         except BadInputError as exc:
             raise pytest.UsageError(str(exc)) from None
     session.config.stash[_plan_key] = _plan_name(session.items)
+    plan_fixtures.register_allure_listener(session)
 
 
 @pytest.fixture(scope="session")

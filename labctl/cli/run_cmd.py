@@ -1,0 +1,128 @@
+"""`labctl run PLAN [pytest args]`: run a test plan with pytest, then build its report."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from labctl.cli.common import config_option, lab_option
+from labctl.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BadInputError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PLANS_DIR = PROJECT_ROOT / "testplans"
+
+# plan name -> test module; "2007" runs the whole 2007 set
+PLAN_ALIASES = {
+    "2007": ["boot_storm", "copy_reboot", "ha_comparison"],
+    "all": ["boot_storm", "copy_reboot", "ha_comparison"],
+}
+
+
+def plan_files(plan: str) -> list[Path]:
+    names = PLAN_ALIASES.get(plan, [plan])
+    files = []
+    for name in names:
+        path = PLANS_DIR / f"test_{name}.py"
+        if not path.exists():
+            known = sorted(p.stem.removeprefix("test_") for p in PLANS_DIR.glob("test_*.py"))
+            raise BadInputError(
+                f"unknown plan {plan!r} (plans in {PLANS_DIR}: {', '.join(known)}; or 2007 for the whole set)"
+            )
+        files.append(path)
+    return files
+
+
+def _pytest_exit_to_labctl(code: int) -> int:
+    """pytest's exit codes as labctl's: 0 ok, 1 a failed run, 2 bad input, 130 interrupted."""
+    import pytest
+
+    mapping: dict[int, int] = {
+        pytest.ExitCode.OK: EXIT_OK,
+        pytest.ExitCode.TESTS_FAILED: EXIT_FAILED,
+        pytest.ExitCode.INTERRUPTED: EXIT_INTERRUPTED,
+        pytest.ExitCode.USAGE_ERROR: EXIT_BAD_INPUT,
+        pytest.ExitCode.NO_TESTS_COLLECTED: EXIT_BAD_INPUT,
+        4: EXIT_BAD_INPUT,  # a bad inventory stops the session as a usage error
+    }
+    return mapping.get(int(code), EXIT_FAILED)
+
+
+@click.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    short_help="Run a test plan (boot_storm, copy_reboot, ha_comparison, 2007) and build its report.",
+)
+@click.argument("plan")
+@lab_option
+@config_option
+@click.option("--profile", default=None, help="Parameter profile of the plan, e.g. quick or full.")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Override a plan parameter.")
+@click.option(
+    "--results-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where run folders go (default: results/).",
+)
+@click.option("--report/--no-report", default=True, help="Build the Allure and figures report afterwards.")
+@click.pass_context
+def run(
+    ctx: click.Context,
+    plan: str,
+    lab_file: Path | None,
+    configuration: str | None,
+    profile: str | None,
+    params: tuple[str, ...],
+    results_dir: Path | None,
+    report: bool,
+) -> int:
+    """Run PLAN with pytest on the lab (default: the simulated lab), then build the report.
+
+    Extra arguments go to pytest unchanged, so cells are selected the pytest way.
+
+    \b
+    Examples:
+      labctl run boot_storm                          # the 2007 boot storm, all group sizes
+      labctl run boot_storm -k "50 or 75"            # two cells
+      labctl run boot_storm --profile quick          # the short profile the test suite uses
+      labctl run copy_reboot --param copy_paths=local_to_share
+      labctl run 2007                                # boot storm, copy/reboot matrix, HA comparison
+    """
+    import pytest
+
+    files = plan_files(plan)
+    results = (results_dir or PROJECT_ROOT / "results").resolve()
+    args = [str(f) for f in files]
+    args += ["-p", "no:cacheprovider", "--results-dir", str(results)]
+    if lab_file is not None:
+        args += ["--lab", str(lab_file)]
+    if configuration:
+        args += ["--lab-config", configuration]
+    if profile:
+        args += ["--profile", profile]
+    for p in params:
+        args += ["--plan-param", p]
+    args += list(ctx.args)
+    started = time.time()
+    code = _pytest_exit_to_labctl(pytest.main(args))
+    run_dir = _newest_run(results, since=started)
+    if run_dir is None:
+        click.echo("no run folder was written (nothing ran?)", err=True)
+        return code if code != EXIT_OK else EXIT_BAD_INPUT
+    if report:
+        from labctl.report.build import build_report
+
+        out = build_report(run_dir)
+        click.echo(f"report: {out}")
+    click.echo(f"run folder: {run_dir}")
+    if code == EXIT_INTERRUPTED:
+        click.echo("interrupted: what was measured is kept in the run folder", err=True)
+    return code
+
+
+def _newest_run(results: Path, since: float) -> Path | None:
+    if not results.is_dir():
+        return None
+    runs = [p for p in results.iterdir() if p.is_dir() and (p / "run.json").exists()]
+    runs = [p for p in runs if p.stat().st_mtime >= since - 1]
+    return max(runs, key=lambda p: p.name) if runs else None

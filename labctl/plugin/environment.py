@@ -1,0 +1,153 @@
+"""The lab a plan session drives: a LabSession per configuration, the simulator when the lab is
+simulated, and the promise that the clients end in the power state they started in.
+
+For a simulated lab it attaches to a running ``labctl sim up`` of the same file and configuration,
+or starts one for the session (and restarts its own one when a plan asks for another
+configuration, e.g. the HA comparison). Real labs are used as they are.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from labctl.clock import LabClock
+from labctl.errors import BadInputError, LabctlError
+from labctl.inventory.load import load_lab
+from labctl.inventory.model import Lab
+from labctl.lab.power import State
+from labctl.lab.session import LabSession
+from labctl.scenarios.common import ensure_off
+
+log = logging.getLogger(__name__)
+
+
+class LabEnvironment:
+    def __init__(self, lab_file: Path | None, base_lab: Lab, *, restore_timeout_s: float = 300.0):
+        self.lab_file = lab_file
+        self.base_lab = base_lab
+        self.restore_timeout_s = restore_timeout_s
+        self._config: str | None = None
+        self._session: LabSession | None = None
+        self._sim: object | None = (
+            None  # labctl.sim.lab.SimulatedLab (imported lazily: real labs need no sim)
+        )
+        self._owned_sim = False
+        self._initial_on: dict[str, set[str]] = {}  # configuration -> clients that were on at first use
+        self.versions: dict[str, str] = {}
+        self.sim_startups_s: list[float] = []
+
+    @property
+    def configuration(self) -> str | None:
+        return self._config
+
+    @property
+    def active(self) -> LabSession | None:
+        return self._session
+
+    def session(self, configuration: str | None = None) -> LabSession:
+        """The lab session for ``configuration`` (default: the session's), starting what it needs."""
+        cfg = configuration or (self.base_lab.configuration.name if self.base_lab.configuration else None)
+        if self._session is not None and cfg == self._config:
+            return self._session
+        if self._session is not None:
+            self._restore()
+            self._session.close()
+            self._session = None
+        lab = load_lab(self.lab_file, cfg)
+        clock = self._ensure_sim(cfg) if lab.simulated else LabClock(scale=lab.time_scale)
+        self._session = LabSession(lab, clock)
+        self._config = cfg
+        key = cfg or ""
+        if key not in self._initial_on:
+            states = self._session.power.state([m.name for m in lab.clients])
+            self._initial_on[key] = {n for n, s in states.items() if s.state is not State.OFF}
+        if not self.versions:
+            self.versions = read_versions(self._session)
+        return self._session
+
+    def _ensure_sim(self, cfg: str | None) -> LabClock:
+        from labctl.sim.lab import SimNotRunningError, SimulatedLab
+
+        lab_file = (self.lab_file or Path(self.base_lab.source_file)).resolve()
+        if self._sim is not None and self._owned_sim:
+            sim = self._sim
+            assert isinstance(sim, SimulatedLab)
+            if sim.configuration == cfg:
+                return sim.clock
+            log.info("restarting the simulated lab in configuration %s", cfg)
+            sim.stop()
+            self._sim = None
+        if self._sim is None:
+            try:
+                running = SimulatedLab.attach()
+            except SimNotRunningError:
+                running = None
+            if running is not None and running.running:
+                state = running.state
+                same_file = Path(state.lab_file).resolve() == lab_file
+                file_default = load_lab(lab_file).configuration
+                running_cfg = state.configuration or (file_default.name if file_default else None)
+                if same_file and running_cfg == cfg:
+                    self._sim, self._owned_sim = running, False
+                    return running.clock
+                raise BadInputError(
+                    f"a simulated lab is already running ({state.lab_file}, configuration "
+                    f"{state.configuration}) but this run needs {lab_file.name} in configuration {cfg}: "
+                    "stop it with `labctl sim down`, or run the plan with --lab-config "
+                    f"{state.configuration}"
+                )
+            sim = SimulatedLab(lab_file, cfg).start()
+            self.sim_startups_s.append(sim.state.startup_s)
+            self._sim, self._owned_sim = sim, True
+        assert isinstance(self._sim, SimulatedLab)
+        return self._sim.clock
+
+    def _restore(self) -> None:
+        """Return the clients to the power state they had when this configuration was first used.
+
+        Bounded by ``restore_timeout_s`` lab seconds; a failure is logged, never raised, because it
+        runs on the way out (teardown, Ctrl-C) where what was measured must still be kept.
+        """
+        s = self._session
+        if s is None:
+            return
+        were_on = self._initial_on.get(self._config or "", set())
+        to_off = [m for m in s.lab.clients if m.name not in were_on]
+        try:
+            ensure_off(s, to_off, self.restore_timeout_s)
+            if were_on:
+                s.power.on(sorted(were_on))
+            s.timeline.append("restore", "clients", off=len(to_off), on=len(were_on))
+        except (LabctlError, OSError) as exc:
+            log.warning("could not restore the clients' power state: %s", exc)
+            s.timeline.append("restore.failed", "clients", reason=str(exc))
+
+    def close(self) -> None:
+        """Restore power, close the session, stop a simulator this environment started."""
+        try:
+            self._restore()
+        finally:
+            if self._session is not None:
+                self._session.close()
+                self._session = None
+            if self._sim is not None and self._owned_sim:
+                from labctl.sim.lab import SimulatedLab
+
+                assert isinstance(self._sim, SimulatedLab)
+                self._sim.stop()
+            self._sim = None
+
+
+def read_versions(session: LabSession) -> dict[str, str]:
+    """Firmware and software versions read from the endpoints, for the report's environment."""
+    from labctl.lab.preflight import Preflight
+
+    versions: dict[str, str] = {}
+    try:
+        for r in Preflight(session).run():
+            if r.ok and r.version and r.kind in ("redfish", "vcenter", "storage"):
+                versions[r.endpoint] = r.version
+    except (LabctlError, OSError) as exc:  # versions are nice to have; the run goes on
+        log.warning("could not read endpoint versions: %s", exc)
+    return versions
