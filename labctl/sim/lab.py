@@ -270,7 +270,10 @@ class SimulatedLab:
     @property
     def env(self) -> dict[str, str]:
         """Environment for a labctl process that should talk to this simulated lab."""
-        return {SECRETS_FILE_VAR: str(self.secrets_file), "LABCTL_LAB": str(self.lab_file)}
+        env = {SECRETS_FILE_VAR: str(self.secrets_file), "LABCTL_LAB": str(self.lab_file)}
+        if self.configuration:
+            env["LABCTL_CONFIG"] = self.configuration
+        return env
 
     def endpoint(self, kind: str, name: str) -> EndpointInfo:
         for e in self.state.endpoints:

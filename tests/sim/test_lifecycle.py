@@ -304,3 +304,58 @@ def test_magic_packet_makes_the_clients_ssh_answer_after_the_boot_time(start_sim
     other = sim.endpoint("ssh", "optiplex-001")
     with pytest.raises((OSError, paramiko.SSHException)):
         _hostname(other.host, other.port, client.ssh.user, password)
+
+
+# --- credentials -----------------------------------------------------------------------------------
+
+
+def test_secrets_generated_once_resolvable_ones_kept_key_files_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    from labctl.inventory import load_lab
+    from labctl.sim.secrets import sim_secrets
+
+    path = make_test_lab(tmp_path, clients=1)
+    path.write_text(
+        path.read_text()
+        .replace('password: "secret:sim.bmc_password"', 'password: "env:TEST_BMC_PW"')
+        .replace(
+            'password: "secret:sim.client_password"',
+            'password: "secret:sim.client_password", key_file: "secret:sim.client_key"',
+        )
+    )
+    lab = load_lab(path, every_machine=True)
+    sd = tmp_path / "state"
+    sd.mkdir()
+    monkeypatch.delenv(SECRETS_FILE_VAR, raising=False)
+    monkeypatch.setenv("TEST_BMC_PW", "from-the-env")
+    user_file = tmp_path / "mine.yaml"
+    user_file.write_text("sim.unity_password: from-my-file\n")
+    monkeypatch.setenv(SECRETS_FILE_VAR, str(user_file))
+
+    first = sim_secrets(lab, sd)
+    assert first.values["env:TEST_BMC_PW"] == "from-the-env"
+    assert first.values["secret:sim.unity_password"] == "from-my-file"
+    assert "secret:sim.vcenter_password" in first.generated
+    key = Path(first.values["secret:sim.client_key"])
+    assert key.read_text().startswith("-----BEGIN OPENSSH PRIVATE KEY-----")
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert Path(f"{key}.pub").read_text().startswith("ssh-ed25519 ")
+    assert (sd / "authorized_keys").read_text() == Path(f"{key}.pub").read_text()  # the SSH sim accepts it
+    stored = yaml.safe_load(first.file.read_text())
+    assert stored["sim.unity_password"] == "from-my-file"  # the state file alone is enough
+    assert "TEST_BMC_PW" not in stored  # env values stay in the env
+    assert stat.S_IMODE(first.file.stat().st_mode) == 0o600
+    assert any("mine.yaml has no sim.vcenter_password" in w for w in first.warnings)
+
+    again = sim_secrets(lab, sd)
+    assert again.generated == []
+    assert again.values == first.values
+    # what the simulator process reads (it never writes) is the same
+    assert sim_secrets(lab, sd, generate=False).values == first.values
+    # and labctl's resolver finds every value through the state folder's file
+    monkeypatch.setenv(SECRETS_FILE_VAR, str(first.file))
+    for ref, value in first.values.items():
+        assert resolve_credential(ref, "test") == value
