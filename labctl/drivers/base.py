@@ -14,7 +14,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from requests.adapters import HTTPAdapter
 
 from labctl.inventory.model import Tls, TlsMode
 
@@ -106,6 +108,44 @@ def ssl_context(tls: Tls) -> ssl.SSLContext:
     if isinstance(verify, str):
         return ssl.create_default_context(cafile=verify)
     return ssl.create_default_context()
+
+
+_CONTEXTS: dict[tuple[str, str], ssl.SSLContext] = {}
+_CONTEXTS_LOCK = threading.Lock()
+
+
+def shared_ssl_context(tls: Tls) -> ssl.SSLContext:
+    """One ``SSLContext`` per TLS setting, shared by every connection that uses it.
+
+    Building a context loads a CA store (tens of milliseconds of CPU each time); urllib3 would
+    build one per connection pool, i.e. per BMC, which is what limits a 100-BMC storm.
+    """
+    verify = requests_verify(tls)
+    key = (tls.mode.value, verify if isinstance(verify, str) else "")
+    with _CONTEXTS_LOCK:
+        ctx = _CONTEXTS.get(key)
+        if ctx is None:
+            ctx = _CONTEXTS[key] = ssl_context(tls)
+        return ctx
+
+
+class TlsAdapter(HTTPAdapter):
+    """A requests adapter whose connection pools use :func:`shared_ssl_context` for ``tls``.
+
+    requests still passes ``verify`` on every request (``False`` or a CA path, never left to the
+    environment), and urllib3 applies it to the context; the shared context only saves loading
+    the CA store for every new connection pool.
+    """
+
+    def __init__(self, tls: Tls, **kwargs: Any):
+        self._ctx = shared_ssl_context(tls)
+        super().__init__(**kwargs)
+
+    def init_poolmanager(
+        self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any
+    ) -> None:
+        pool_kwargs["ssl_context"] = self._ctx
+        super().init_poolmanager(connections, maxsize, block=block, **pool_kwargs)
 
 
 def tls_fix(tls: Tls, what: str) -> str:

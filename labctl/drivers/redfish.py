@@ -31,7 +31,7 @@ import requests
 import urllib3
 from redfish.rest.v1 import HttpClient, RestResponse, RetriesExhaustedError
 
-from labctl.drivers.base import Backoff, KeyedLimits, parse_retry_after, requests_verify, tls_fix
+from labctl.drivers.base import Backoff, KeyedLimits, TlsAdapter, parse_retry_after, requests_verify, tls_fix
 from labctl.drivers.readings import Reading
 from labctl.errors import EndpointError, EndpointTimeout
 from labctl.inventory.credentials import resolve_credential
@@ -161,6 +161,7 @@ class RedfishClient:
                     timeout=self.timeout_s,
                     max_retry=0,
                     check_connectivity=False,
+                    https_adapter=TlsAdapter(self.bmc.tls),
                 )
                 client._session.trust_env = False  # no proxies or .netrc from the environment
                 self._client = client
@@ -412,20 +413,21 @@ class RedfishClient:
                     allowed = p.get("AllowableValues")
         return str(target), tuple(allowed or ())
 
-    def reset(self, reset_type: str) -> str:
+    def reset(self, reset_type: str, *, allowed: tuple[str, tuple[str, ...]] | None = None) -> str:
         """Send ``ComputerSystem.Reset``; ``"accepted"``, or ``"already"`` when iDRAC says it is already there.
 
-        ``reset_type`` is checked against the system's allowable values first, so an unsupported
+        ``reset_type`` is checked against the system's allowable values first (``allowed``: what
+        :meth:`allowed_reset_types` returned, to spare reading the system again), so an unsupported
         value fails here with the list instead of as an HTTP 400 from the BMC.
         """
         action = f"ComputerSystem.Reset {reset_type}"
-        target, allowed = self.allowed_reset_types()
-        if allowed and reset_type not in allowed:
+        target, values = allowed if allowed is not None else self.allowed_reset_types()
+        if values and reset_type not in values:
             raise RedfishError(
                 self.endpoint,
                 action,
                 f"ResetType {reset_type!r} is not supported by this system",
-                f"use one of: {', '.join(allowed)}",
+                f"use one of: {', '.join(values)}",
             )
         resp = self.post(target, {"ResetType": reset_type}, action=action)
         if resp.status in _OK:

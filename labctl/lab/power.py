@@ -54,6 +54,7 @@ class PowerOutcome:
     detail: str  # "sent", "accepted", "already on", or the reason it failed
     fix: str = ""
     dispatched_lab: float | None = None
+    seconds: float | None = None  # wall time of the backend call(s) for this machine
 
 
 @dataclass(frozen=True)
@@ -280,7 +281,14 @@ class Power:
                     )
                     return
                 done(
-                    PowerOutcome(m.name, "client", True, "shutdown sent", dispatched_lab=self._lab(wall)),
+                    PowerOutcome(
+                        m.name,
+                        "client",
+                        True,
+                        "shutdown sent",
+                        dispatched_lab=self._lab(wall),
+                        seconds=res.duration_s,
+                    ),
                     wall,
                 )
             except SshError as exc:
@@ -302,20 +310,28 @@ class Power:
         done: Callable[[PowerOutcome, float | None], None],
     ) -> None:
         def one(m: Machine) -> None:
+            t0 = time.monotonic()
             try:
                 rf = self.s.redfish(m)
-                _, allowed = rf.allowed_reset_types()
-                reset_type = _reset_type(action, force, allowed)
-                result = rf.reset(reset_type)
+                info = rf.allowed_reset_types()
+                reset_type = _reset_type(action, force, info[1])
+                result = rf.reset(reset_type, allowed=info)
                 wall = time.time()
                 detail = (
                     f"{reset_type} accepted"
                     if result == "accepted"
                     else f"already {'on' if action is Action.ON else 'off'}"
                 )
-                done(PowerOutcome(m.name, "server", True, detail, dispatched_lab=self._lab(wall)), wall)
+                secs = time.monotonic() - t0
+                done(
+                    PowerOutcome(
+                        m.name, "server", True, detail, dispatched_lab=self._lab(wall), seconds=secs
+                    ),
+                    wall,
+                )
             except EndpointError as exc:
-                done(PowerOutcome(m.name, "server", False, exc.reason, exc.fix), None)
+                secs = time.monotonic() - t0
+                done(PowerOutcome(m.name, "server", False, exc.reason, exc.fix, seconds=secs), None)
 
         self._pool(one, machines, self.s.settings.redfish_workers)
 
@@ -357,6 +373,7 @@ class Power:
                             True,
                             "task succeeded" if o.finished_wall else "sent",
                             dispatched_lab=self._lab(started) if started else None,
+                            seconds=(o.finished_wall - started) if o.finished_wall and started else None,
                         ),
                         started,
                     )

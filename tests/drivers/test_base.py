@@ -65,3 +65,17 @@ def test_ssl_context_modes() -> None:
     assert ssl_context(Tls(mode=TlsMode.INSECURE)).verify_mode is ssl.CERT_NONE
     ctx = ssl_context(Tls())
     assert ctx.verify_mode is ssl.CERT_REQUIRED and ctx.check_hostname
+
+
+def test_one_ssl_context_per_tls_setting() -> None:
+    import ssl
+
+    from labctl.drivers.base import TlsAdapter, shared_ssl_context
+
+    insecure = shared_ssl_context(Tls(mode=TlsMode.INSECURE))
+    assert insecure is shared_ssl_context(Tls(mode=TlsMode.INSECURE))
+    assert insecure.verify_mode is ssl.CERT_NONE and not insecure.check_hostname
+    verified = shared_ssl_context(Tls())
+    assert verified is not insecure and verified.verify_mode is ssl.CERT_REQUIRED
+    a = TlsAdapter(Tls())
+    assert a.poolmanager.connection_pool_kw["ssl_context"] is verified

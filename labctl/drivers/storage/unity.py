@@ -25,7 +25,7 @@ from typing import Any
 import requests
 import urllib3
 
-from labctl.drivers.base import Backoff, parse_retry_after, requests_verify, tls_fix
+from labctl.drivers.base import Backoff, TlsAdapter, parse_retry_after, requests_verify, tls_fix
 from labctl.drivers.storage.base import ArrayInfo, LunCounters, StorageDriver
 from labctl.errors import EndpointError, EndpointTimeout
 from labctl.inventory.credentials import resolve_credential
@@ -94,6 +94,7 @@ class UnityDriver(StorageDriver):
             if self._session is None:
                 s = requests.Session()
                 s.trust_env = False
+                s.mount("https://", TlsAdapter(self.array.tls))
                 s.headers.update(
                     {
                         "X-EMC-REST-CLIENT": "true",
