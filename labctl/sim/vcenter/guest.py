@@ -89,8 +89,8 @@ class GuestUpdater:
         self.twin = twin
         self.clock = clock
         self.ca_file = ca_file
-        # how often the twin is asked (wall seconds): about one lab second, within [10 ms, 250 ms]
-        self.poll_wall_s = min(0.25, max(0.01, clock.to_wall_s(poll_lab_s)))
+        # how often the twin is asked (wall seconds): about one lab second, within [20 ms, 250 ms]
+        self.poll_wall_s = min(0.25, max(0.02, clock.to_wall_s(poll_lab_s)))
         self._ips = {v.name: v.guest_ip for v in topo.vms}
         self._lock = threading.Lock()
         self._stop = threading.Event()
