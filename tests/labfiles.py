@@ -19,7 +19,7 @@ from labctl.inventory.load import default_lab_file
 
 _LOCK_DIR = Path(tempfile.gettempdir()) / "labctl-test-blocks"
 _BLOCKS = range(30, 250)  # 127.<a>.0.0/16, one per test lab; 127.20-23 are sim-2007's
-_REUSE_AFTER = 16  # a process cycles through this many blocks of its own before claiming more
+_REUSE_AFTER = 40  # a process cycles through this many blocks of its own before claiming more
 _mine: list[int] = []
 _next = 0
 

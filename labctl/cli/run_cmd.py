@@ -93,7 +93,8 @@ def run(
     files = plan_files(plan)
     results = (results_dir or PROJECT_ROOT / "results").resolve()
     args = [str(f) for f in files]
-    args += ["-p", "no:cacheprovider", "--results-dir", str(results)]
+    # plan cells have their own lab-time deadlines; the test suite's wall-clock timeout is not for them
+    args += ["-p", "no:cacheprovider", "-o", "timeout=0", "--results-dir", str(results)]
     if lab_file is not None:
         args += ["--lab", str(lab_file)]
     if configuration:

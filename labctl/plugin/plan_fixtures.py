@@ -187,6 +187,7 @@ class Cell:
     recorder: Any  # labctl.recorder.Recorder
     progress: CellProgress
     extra_vars: dict[str, Any] = field(default_factory=dict)
+    finished: bool = False  # the summary is written
 
     def record(
         self, entity: str, metric: str, unit: str, value: float | None, ts: float | None = None
@@ -219,6 +220,7 @@ class Cell:
         self.recorder.stop()
         summary = {**summary, "metrics": self.recorder.summaries(self.cell_id, window=window)}
         write_cell_summary(self.run, self.cell_id, summary)
+        self.finished = True
         A.attach_json(summary, "summary")
         A.attach_series(self.recorder.series(cell=self.cell_id), "series")
         for name, fig in figures:
@@ -236,6 +238,28 @@ class Cell:
         verdict.write(self.run)
         A.report_verdict(verdict, self.recorder)
         verdict.raise_for_outcome()
+
+
+def _write_partial_summary(cell: Cell, exc: BaseException) -> None:
+    from labctl.recorder.cells import write_cell_summary
+
+    outcome = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
+    try:
+        metrics = cell.recorder.summaries(cell.cell_id)
+        write_cell_summary(
+            cell.run,
+            cell.cell_id,
+            {
+                "plan": cell.plan,
+                "scenario": cell.scenario,
+                **cell.params,
+                "outcome": outcome,
+                "error": f"{type(exc).__name__}: {exc}"[:500],
+                "metrics": metrics,
+            },
+        )
+    except Exception as write_error:  # never hide the original failure
+        log.warning("could not write the partial summary of %s: %s", cell.cell_id, write_error)
 
 
 @pytest.fixture
@@ -297,6 +321,10 @@ def plan_cell(
         rec.start()
         try:
             yield cell
+        except (Exception, KeyboardInterrupt) as exc:
+            if not cell.finished:  # keep what the cell measured before it broke off
+                _write_partial_summary(cell, exc)
+            raise
         finally:
             progress.close()
             rec.stop()

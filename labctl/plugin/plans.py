@@ -85,5 +85,8 @@ def load_plan_params(
                 f"--plan-param {item!r}: plan {data.get('plan')!r} has no parameter {key!r} "
                 f"(known: {', '.join(sorted(values))})"
             )
-        values[key] = _parse_value(raw)
+        value = _parse_value(raw)
+        if isinstance(values[key], list) and not isinstance(value, list):
+            value = [value]  # `--param group_sizes=50` means one cell, not a scalar
+        values[key] = value
     return PlanParams(plan=str(data.get("plan", plan_file.stem)), profile=chosen, source=shown, values=values)
