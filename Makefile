@@ -44,9 +44,11 @@ node_modules/.bin/allure: package.json package-lock.json
 
 install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim node_modules/.bin/allure
 
+# The main job on the simulated lab: check the inventory, then the 2007 boot storm (1 to 100
+# clients) with live progress; the simulated lab is started for the run and stopped after it.
 demo: install
 	$(VENV)/bin/labctl inventory validate
-	$(VENV)/bin/labctl inventory show
+	$(VENV)/bin/labctl run boot_storm
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

@@ -222,7 +222,9 @@ class Cell:
         write_cell_summary(self.run, self.cell_id, summary)
         self.finished = True
         A.attach_json(summary, "summary")
-        A.attach_series(self.recorder.series(cell=self.cell_id), "series")
+        # the servers' counters and the cell's results; the per-client status polls stay in
+        # series.csv (100 clients x every interval would make the single-file report huge)
+        A.attach_series([x for x in self.recorder.series(cell=self.cell_id) if x.source != "pvs"], "series")
         for name, fig in figures:
             A.attach_figure(fig, name)
         if self.criteria_file is None:
