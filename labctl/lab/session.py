@@ -23,7 +23,7 @@ from labctl.drivers.redfish import RedfishClient
 from labctl.drivers.ssh import SshPool, SshTarget
 from labctl.drivers.storage.base import StorageDriver, open_storage
 from labctl.drivers.vsphere import VCenterClient
-from labctl.drivers.wol import WolSender, WolTarget
+from labctl.drivers.wol import DEFAULT_RELAY_COMMAND, WolSender, WolTarget
 from labctl.errors import EndpointError
 from labctl.inventory.model import Lab, Machine, MachineKind, MachineRole
 from labctl.lab.events import Timeline
@@ -45,6 +45,8 @@ class DriverSettings:
     ssh_max_parallel: int = 64
     wol_repeat: int = 3
     wol_gap_s: float = 0.05
+    # run on a network's wol_relay host over SSH; {broadcast} {port} {macs} are filled in
+    wol_relay_command: tuple[str, ...] = DEFAULT_RELAY_COMMAND
     redfish_timeout_s: float = 15.0
     redfish_backoff: Backoff = field(default_factory=lambda: Backoff(attempts=4, base_s=0.5, max_s=8.0))
     redfish_workers: int = 32  # BMCs handled at once (each BMC has its own max_sessions)
@@ -79,7 +81,9 @@ class LabSession:
             connect_timeout_s=s.ssh_connect_timeout_s,
             command_timeout_s=s.ssh_command_timeout_s,
         )
-        self.wol = WolSender(repeat=s.wol_repeat, gap_s=s.wol_gap_s, ssh=self.ssh)
+        self.wol = WolSender(
+            repeat=s.wol_repeat, gap_s=s.wol_gap_s, ssh=self.ssh, relay_command=s.wol_relay_command
+        )
         self._lock = threading.Lock()
         self._redfish: dict[str, RedfishClient] = {}
         self._vcenters: dict[str, VCenterClient] = {}

@@ -57,3 +57,44 @@ def test_timeline_subscribers_get_every_event_until_unsubscribed() -> None:
     assert len(got) == 1 and len(tl) == 2
     assert [x.kind for x in tl.events("power")] == ["power.action"]
     assert tl.events(target="optiplex-001")[-1].kind == "ready"
+
+
+def test_redfish_reset_type_prefers_graceful_and_falls_back() -> None:
+    from labctl.lab.power import Action, _reset_type
+
+    full = ("On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "PowerCycle")
+    assert _reset_type(Action.ON, False, full) == "On"
+    assert _reset_type(Action.OFF, False, full) == "GracefulShutdown"
+    assert _reset_type(Action.OFF, True, full) == "ForceOff"
+    assert _reset_type(Action.REBOOT, False, full) == "GracefulRestart"
+    assert _reset_type(Action.RESET, False, full) == "ForceRestart"
+    assert _reset_type(Action.OFF, False, ("On", "ForceOff")) == "ForceOff"
+    assert _reset_type(Action.REBOOT, False, ("On", "ForceOff", "PowerCycle")) == "PowerCycle"
+    assert _reset_type(Action.OFF, False, ()) == "GracefulShutdown"  # not advertised: try, let the BMC say
+
+
+def test_wol_targets_from_the_inventory_with_a_relay(tmp_path) -> None:
+    from labctl.lab.session import LabSession
+
+    lab = load_lab(make_test_lab(tmp_path, clients=2, name="plain.yaml"))
+    with LabSession(lab) as s:
+        t = s.wol_target(lab.machine("optiplex-002"))
+        net = lab.networks["lab-net"]
+        assert (t.mac, t.broadcast, t.port, t.relay) == (
+            "00:1a:a0:07:00:02",
+            net.broadcast,
+            net.wol_port,
+            None,
+        )
+    text = (
+        (tmp_path / "plain.yaml")
+        .read_text()
+        .replace("    wol_port: 40009", "    wol_port: 40009\n    wol_relay: infra-01")
+    )
+    (tmp_path / "relay.yaml").write_text(text)
+    lab = load_lab(tmp_path / "relay.yaml")
+    with LabSession(lab) as s:
+        t = s.wol_target(lab.machine("optiplex-001"))
+        assert (
+            t.relay is not None and t.relay.name == "infra-01" and t.relay.host == lab.machine("infra-01").ip
+        )
