@@ -465,10 +465,16 @@ class Power:
                     "pvs",
                     {"retries": d.retries, "boot_time_s": d.boot_time_s},
                 )
+            elif d is not None and not errors:
+                # listed by the streaming servers, all of which answered: inactive means off (S5),
+                # no need to probe thousands of SSH ports that would only time out
+                out[m.name] = MachineState(
+                    m.name, "client", State.OFF, "inactive on the streaming server", "pvs"
+                )
             else:
                 unknown.append(m)
 
-        # not active on a streaming server: does it answer on its SSH port?
+        # unknown to the streaming servers, or they could not be read: does it answer on SSH?
         def probe(m: Machine) -> None:
             host, port = m.ssh_host, (m.ssh.port if m.ssh else 22)
             if host is None:
@@ -488,7 +494,7 @@ class Power:
                 )
             else:
                 out[m.name] = MachineState(
-                    m.name, "client", State.OFF, "inactive on the streaming server, no SSH answer", "pvs"
+                    m.name, "client", State.OFF, "not known to the streaming server, no SSH answer", "ssh"
                 )
 
         self._pool(probe, unknown, 64)
