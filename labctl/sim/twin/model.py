@@ -1,0 +1,907 @@
+"""The lab twin's state and its time step: clients, servers, caches, controllers, counters.
+
+:class:`TwinModel` knows nothing about wall-clock time or threads: ``advance_to(t)`` moves the model
+to lab time ``t`` in steps of 10-250 ms (short while queues are busy, long when the lab is
+quiet, a single jump when nothing at all is going on). The live twin (:mod:`.twin`) calls it under
+a lock; the fast-forward runner (:mod:`.storm`) calls it in a loop.
+
+Why the write-cache queue reaches its peak (the 2007 standalone lab, 100 clients): every client
+in the kernel and logon phases sends writes to its write cache on the 4-disk RAID10. The PERC
+write-back cache absorbs the first ``controller_write_cache_mb``; after that each host write waits
+for the spindles, which sustain ``disks / write penalty / service time`` = 4 / 2 / 5.4 ms, about
+370 writes/s at 8 KB (:func:`.hardware.write_capacity_iops`). The clients offer more than that
+(see ``offered_write_iops`` in :meth:`TwinModel.snapshot`), so writes queue, and because each client
+has one request in flight, the queue is the number of clients waiting on a write at that moment:
+tens, out of 75-100 clients. With 50 clients the controller cache covers most of the burst and
+the offered rate is near the spindles' capacity, so the queue stays in single digits.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from labctl.inventory.model import Lab, MachineKind
+from labctl.inventory.twin_params import TwinParameters
+from labctl.sim.twin import hardware as hwm
+from labctl.sim.twin.cache import ChunkCache
+from labctl.sim.twin.demand import Costs, StationFacts, request_costs
+from labctl.sim.twin.interface import CopyLocation, PowerAction, PowerState
+from labctl.sim.twin.solver import Demands, Solution, expected_resends, solve
+from labctl.sim.twin.topology import N_ROLES, Role, StationKind, build_topology
+from labctl.sim.twin.workload import (
+    DST_SMB,
+    DST_WC,
+    SRC_SMB,
+    SRC_VDISK,
+    Phase,
+    phase_table,
+)
+
+KB = 1024.0
+# Step sizes. The queueing solution is quasi-static (re-solved every step), so the step only has to
+# resolve how fast the load changes (phases of seconds, controller caches filling over tens of
+# seconds), not the response times themselves.
+DT_BUSY_S = 0.05
+DT_LIGHT_S = 0.1
+DT_QUIET_S = 0.25
+_ACTIVE_LO = int(Phase.PXE)
+_ACTIVE_HI = int(Phase.IDLE)
+
+
+@dataclass
+class Box:
+    """Power state machine of a server or a VM (clients live in arrays)."""
+
+    name: str
+    kind: MachineKind
+    power: PowerState
+    os_up: bool
+    boot_s: float
+    shutdown_s: float
+    boot_count: int = 0
+    pending: list[tuple[float, PowerState, bool]] = field(default_factory=list)
+    os_up_since: float | None = None
+
+
+@dataclass
+class CopyRecord:
+    job_id: str
+    client: int
+    source: CopyLocation
+    destination: CopyLocation
+    size_bytes: int
+    started: float
+    progress: float = 0.0  # fraction
+    finished: float | None = None
+    failed: str | None = None
+
+
+class TwinModel:
+    def __init__(self, lab: Lab, start_t: float = 0.0, seed: int | None = None):
+        self.lab = lab
+        self.p: TwinParameters = lab.twin
+        p = self.p
+        self.topo = topo = build_topology(lab, p)
+        self.table = phase_table(p)
+        self.rng = np.random.default_rng(lab.seed if seed is None else seed)
+        self.t = start_t
+        self.t0 = start_t
+        n = len(topo.client_names)
+        self.n = n
+        self.client_index = {name: i for i, name in enumerate(topo.client_names)}
+        # --- client state ---
+        self.phase = np.zeros(n, dtype=np.int64)
+        self.until = np.full(n, np.inf)  # end of a timed phase (POWERING_ON, POST, SHUTDOWN)
+        self.x = np.zeros(n)  # progress in the current streaming phase, 0..1
+        self.restart = np.zeros(n, dtype=bool)  # a SHUTDOWN that powers on again
+        self.boot_start = np.full(n, np.nan)  # first network contact of the current boot
+        self.last_boot_s = np.full(n, np.nan)
+        self.boot_count = np.zeros(n, dtype=np.int64)
+        self.retries = np.zeros(n, dtype=np.int64)  # session retries (since the boot started)
+        self.retry_acc = np.zeros(n)
+        self.retry_next = self.rng.exponential(size=n)
+        # per-client local work: evenly spread (van der Corput), so any first k clients average 1
+        # and client 1 is the average client
+        spread = lab.twin.client_speed_spread
+        self.local_factor = 1.0 + spread * (2.0 * _van_der_corput(n) - 1.0)
+        self.copy_of = np.full(n, -1, dtype=np.int64)
+        self.credit = np.zeros(n)  # time already spent in a phase entered mid-step, s
+        self.rate = np.zeros(n)  # last requests/s
+        self.resp_r = np.zeros(n)
+        self.resp_w = np.zeros(n)
+        # --- stations ---
+        s = topo.n_stations
+        self.backlog = np.zeros(s)
+        self.own = np.zeros((n, N_ROLES))
+        self.util = np.zeros(s)
+        self.customers = np.zeros(s)
+        self.busy_s = np.zeros(s)  # cumulative server-seconds busy (cores x s for CPUs)
+        self.st_reads = np.zeros(s)
+        self.st_writes = np.zeros(s)
+        self.st_bytes_r = np.zeros(s)
+        self.st_bytes_w = np.zeros(s)
+        self.q_integral = np.zeros(s)
+        self.hz = np.ones(s)
+        self.pos_s = np.zeros(s)  # volume: positioning time per I/O, s
+        self.media = np.ones(s)  # volume: bytes/s
+        self.penalty = np.ones(s)
+        self.ctrl_cap = np.zeros(s)  # controller write cache, bytes
+        self.ctrl_fill = np.zeros(s)
+        self.ctrl_n = np.zeros(s)  # writes the controller holds
+        self.ctrl_size = np.full(s, 8 * KB)  # their mean size, bytes
+        self.station_up = np.ones(s, dtype=bool)
+        for node in topo.servers.values():
+            self.hz[node.cpu] = hwm.cpu_hz(node.hw)
+        for v in topo.volumes:
+            self.pos_s[v.station] = v.timing.positioning_ms / 1e3
+            self.media[v.station] = v.timing.media_rate_mb_s * hwm.MB
+            self.penalty[v.station] = v.penalty
+            self.ctrl_cap[v.station] = v.controller_cache_bytes
+        self.is_volume = topo.kind == StationKind.VOLUME
+        self.is_cpu = topo.kind == StationKind.CPU
+        # --- caches: the vDisk image on every server that streams or holds it; the share file ---
+        image_mb = p.vdisk_image_mb
+        self.caches: dict[str, ChunkCache] = {}
+        for name in {*topo.client_server, topo.vdisk_server or ""} - {""}:
+            if name in topo.servers:
+                self.caches[name] = ChunkCache(
+                    image_mb,
+                    p.cache_chunk_kb,
+                    hwm.fs_cache_mb(topo.servers[name].hw, p),
+                    p.cache_working_set_trim_s,
+                )
+        self.share_cache: ChunkCache | None = None
+        if topo.share_server:
+            self.share_cache = ChunkCache(
+                4096.0,
+                p.cache_chunk_kb,
+                hwm.fs_cache_mb(topo.servers[topo.share_server].hw, p),
+                p.cache_working_set_trim_s,
+            )
+        self.client_cache_key = np.array(
+            [sorted(self.caches).index(s) if s in self.caches else -1 for s in topo.client_server],
+            dtype=np.int64,
+        )
+        self.cache_keys = sorted(self.caches)
+        self.chunk = np.zeros(n, dtype=np.int64)  # image chunk each client reads now
+        # --- machines other than clients ---
+        self.boxes: dict[str, Box] = {}
+        for m in lab.machines.values():
+            if m.kind is MachineKind.SERVER:
+                self.boxes[m.name] = Box(
+                    m.name,
+                    m.kind,
+                    PowerState.ON,
+                    True,
+                    p.server_boot_time_s,
+                    p.server_shutdown_s,
+                    1,
+                    os_up_since=start_t,
+                )
+            elif m.kind is MachineKind.VM:
+                self.boxes[m.name] = Box(m.name, m.kind, PowerState.OFF, False, p.vm_boot_s, p.vm_shutdown_s)
+        self.copies: dict[str, CopyRecord] = {}
+        self.copy_list: list[CopyRecord] = []
+        # --- static per-client numbers, and the cost templates ---
+        self._static_client_arrays()
+        self.fx = StationFacts(
+            self.rate_of, self.hz, self.pos_s, self.media, self.penalty, topo.m, topo.dummy
+        )
+        self._build_templates()
+        self.last_solution: Solution | None = None
+        self.steps = 0
+        self.vm_io = {"reads": 0.0, "writes": 0.0, "read_bytes": 0.0, "write_bytes": 0.0, "busy_us": 0.0}
+
+    # ------------------------------------------------------------------------------------------
+    def _static_client_arrays(self) -> None:
+        topo = self.topo
+        rs = topo.role_station
+        self.rate_of = topo.rate.copy()
+        self.rate_of[self.rate_of == 0] = 1.0
+        self.link = topo.client_link_rate
+        self.ss_rate = np.where(topo.ss_nic_rate > 0, topo.ss_nic_rate, 1.0)
+        self.hz_ss = self.hz[rs[Role.SS_CPU]]
+        self.hz_bk = self.hz[rs[Role.BK_CPU]]
+        self.hz_sh = self.hz[rs[Role.SH_CPU]]
+        self.vd_remote = topo.vdisk_remote
+        self.wc_remote = topo.wc_remote
+
+    # --- power ---------------------------------------------------------------------------------
+    def power(self, name: str, action: PowerAction) -> None:
+        i = self.client_index.get(name)
+        if i is not None:
+            self._client_power(i, action)
+            return
+        box = self.boxes[name]
+        now = self.t
+        if action is PowerAction.ON:
+            if box.power is PowerState.OFF and not box.pending:
+                box.power = PowerState.POWERING_ON
+                d = self.p.power_on_delay_s
+                box.pending = [(now + d, PowerState.ON, False), (now + d + box.boot_s, PowerState.ON, True)]
+        elif action is PowerAction.FORCE_OFF:
+            box.pending = []
+            box.power, box.os_up = PowerState.OFF, False
+        elif action is PowerAction.SHUTDOWN:
+            if box.power is not PowerState.OFF:
+                box.os_up = False
+                box.power = PowerState.POWERING_OFF
+                box.pending = [(now + box.shutdown_s, PowerState.OFF, False)]
+        else:  # restarts
+            if box.power is PowerState.OFF and action is not PowerAction.POWER_CYCLE:
+                return
+            down = box.shutdown_s if action is PowerAction.RESTART else 0.5
+            box.os_up = False
+            box.power = PowerState.ON
+            box.pending = [(now + down + box.boot_s, PowerState.ON, True)]
+        self._update_station_power()
+
+    def _client_power(self, i: int, action: PowerAction) -> None:
+        ph = Phase(int(self.phase[i]))
+        now, p = self.t, self.p
+        if action is PowerAction.ON:
+            if ph is Phase.OFF:
+                self.phase[i] = Phase.POWERING_ON
+                self.until[i] = now + p.power_on_delay_s
+        elif action is PowerAction.FORCE_OFF:
+            self._end_session(i, "client powered off")
+            self.phase[i] = Phase.OFF
+            self.until[i] = np.inf
+            self.restart[i] = False
+        elif action is PowerAction.SHUTDOWN:
+            if ph not in (Phase.OFF, Phase.SHUTDOWN):
+                self._begin_shutdown(i, restart=False)
+            elif ph is Phase.SHUTDOWN:
+                self.restart[i] = False
+        elif action is PowerAction.RESTART:
+            if ph in (Phase.OFF, Phase.POWERING_ON):
+                return
+            if ph in (Phase.POST, Phase.PXE):  # nothing to shut down yet: a warm reset
+                self._end_session(i, "client restarted")
+                self.phase[i] = Phase.POST
+                self.until[i] = now + self._post_s()
+                return
+            self._begin_shutdown(i, restart=True)
+        else:  # FORCE_RESTART, POWER_CYCLE: reset without OS shutdown
+            if ph is Phase.OFF and action is PowerAction.FORCE_RESTART:
+                return
+            self._end_session(i, "client reset")
+            self.phase[i] = Phase.POWERING_ON
+            self.until[i] = now + 0.5 + (p.power_on_delay_s if action is PowerAction.POWER_CYCLE else 0.0)
+
+    def _post_s(self) -> float:
+        p = self.p
+        return max(0.0, p.bios_post_s + self.rng.uniform(-p.bios_post_jitter_s, p.bios_post_jitter_s))
+
+    def _begin_shutdown(self, i: int, restart: bool) -> None:
+        self._fail_copy(i, "client shut down during the copy")
+        self.phase[i] = Phase.SHUTDOWN
+        self.until[i] = self.t + self.p.client_shutdown_s
+        self.restart[i] = restart
+
+    def _end_session(self, i: int, reason: str) -> None:
+        self._fail_copy(i, reason)
+
+    def _fail_copy(self, i: int, reason: str) -> None:
+        j = int(self.copy_of[i])
+        if j >= 0:
+            rec = self.copy_list[j]
+            if rec.finished is None and rec.failed is None:
+                rec.failed = reason
+            self.copy_of[i] = -1
+
+    def client_power_state(self, i: int) -> PowerState:
+        ph = int(self.phase[i])
+        if ph == Phase.OFF:
+            return PowerState.OFF
+        if ph == Phase.POWERING_ON:
+            return PowerState.POWERING_ON
+        if ph == Phase.SHUTDOWN and not self.restart[i]:
+            return PowerState.POWERING_OFF
+        return PowerState.ON
+
+    def _update_station_power(self) -> None:
+        up = {name: box.power is PowerState.ON and box.os_up for name, box in self.boxes.items()}
+        for s, owner in enumerate(self.topo.owner):
+            self.station_up[s] = up.get(owner, True)
+
+    def _advance_boxes(self, t: float) -> None:
+        changed = False
+        for box in self.boxes.values():
+            while box.pending and box.pending[0][0] <= t:
+                at, power, os_up = box.pending.pop(0)
+                if os_up and not box.os_up:
+                    box.boot_count += 1
+                    box.os_up_since = at
+                box.power, box.os_up = power, os_up
+                changed = True
+        if changed:
+            self._update_station_power()
+
+    # --- workloads -----------------------------------------------------------------------------
+    def start_copy(
+        self, job_id: str, client: str, source: CopyLocation, destination: CopyLocation, size_bytes: int
+    ) -> CopyRecord:
+        i = self.client_index[client]
+        rec = CopyRecord(job_id, i, source, destination, size_bytes, self.t)
+        self.copies[job_id] = rec
+        self.copy_list.append(rec)
+        uses_share = CopyLocation.SHARE in (source, destination)
+        if int(self.phase[i]) not in (Phase.SETTLE, Phase.IDLE):
+            rec.failed = f"{client} is not up"
+        elif uses_share and self.topo.share_server is None:
+            rec.failed = "the configuration names no share"
+        elif self.copy_of[i] >= 0:
+            rec.failed = f"{client} is already copying"
+        else:
+            self.copy_of[i] = len(self.copy_list) - 1
+        return rec
+
+    # --- time ----------------------------------------------------------------------------------
+    def busy(self) -> bool:
+        """Anything that needs stepping: streaming clients, timed phases, controller destage."""
+        ph = self.phase
+        return bool(np.any((ph >= Phase.POWERING_ON) & (ph <= Phase.SHUTDOWN)) or np.any(self.ctrl_fill > 0))
+
+    def next_event(self) -> float:
+        t = float(self.until.min()) if self.n else math.inf
+        for box in self.boxes.values():
+            if box.pending:
+                t = min(t, box.pending[0][0])
+        return t
+
+    def advance_to(self, target: float, max_dt: float | None = None) -> None:
+        while self.t < target - 1e-9:
+            self._advance_boxes(self.t)
+            self._timed_transitions()
+            streaming = (self.phase >= _ACTIVE_LO) & (self.phase <= _ACTIVE_HI)
+            if not streaming.any() and not np.any(self.ctrl_fill > 0):
+                # nothing flows: jump to the next timed event, integrating idle counters
+                t_next = min(target, max(self.next_event(), self.t + 1e-6))
+                self._idle_interval(t_next - self.t)
+                self.t = t_next
+                continue
+            dt = self._step_size(streaming)
+            if max_dt is not None:
+                dt = min(dt, max_dt)
+            dt = min(dt, target - self.t)
+            self._step(dt, streaming)
+            self.t += dt
+        self._advance_boxes(self.t)
+        self._timed_transitions()
+
+    def _step_size(self, streaming: np.ndarray) -> float:
+        u = float(self.util[~self.is_volume].max(initial=0.0))
+        uq = float(self.customers[self.is_volume].max(initial=0.0))
+        if u > 0.3 or uq > 1.0:
+            dt = DT_BUSY_S
+        elif u > 0.05 or uq > 0.2:
+            dt = DT_LIGHT_S
+        else:
+            dt = DT_QUIET_S
+        # a lone client (1-client boots) is measured to the phase: land on its phase ends
+        idx = np.flatnonzero(streaming & (self.phase <= Phase.SETTLE))
+        if 0 < idx.size <= 4:
+            nreq = self.table.n_requests[self.phase[idx]]
+            r = self.rate[idx]
+            with np.errstate(divide="ignore"):
+                eta = np.where(r > 0, (1.0 - self.x[idx]) * nreq / r, np.inf)
+            dt = min(dt, max(0.005, float(eta.min()) + 1e-4))
+        # servers and VMs change state at exact times
+        for box in self.boxes.values():
+            if box.pending and box.pending[0][0] > self.t:
+                dt = min(dt, box.pending[0][0] - self.t)
+        return dt
+
+    def _timed_transitions(self) -> None:
+        due = np.flatnonzero(self.until <= self.t + 1e-9)
+        for i in map(int, due):
+            ph = int(self.phase[i])
+            at = float(self.until[i])
+            if ph == Phase.POWERING_ON:
+                self.phase[i] = Phase.POST
+                self.until[i] = at + self._post_s()
+            elif ph == Phase.POST:
+                self._enter_stream(i, Phase.PXE, at)
+                self.credit[i] = max(0.0, self.t - at)  # it has been on the network since `at`
+            elif ph == Phase.SHUTDOWN:
+                if self.restart[i]:
+                    self.phase[i] = Phase.POST
+                    self.until[i] = at + self._post_s()
+                else:
+                    self.phase[i] = Phase.OFF
+                    self.until[i] = np.inf
+                self.restart[i] = False
+            else:
+                self.until[i] = np.inf
+
+    def _enter_stream(self, i: int, ph: Phase, at: float) -> None:
+        self.phase[i] = ph
+        self.until[i] = np.inf
+        self.x[i] = 0.0
+        if ph is Phase.PXE:
+            self.boot_start[i] = at  # first network contact: the DHCP discover
+            self.retries[i] = 0  # a new session
+            self.own[i] = 0.0
+
+    # --- the step ------------------------------------------------------------------------------
+    def _step(self, dt: float, streaming: np.ndarray) -> None:
+        self.steps += 1
+        act = np.flatnonzero(streaming)
+        path_ok = self.station_up[self.topo.role_station[:, act]].all(axis=0)
+        stalled = act[~path_ok]
+        act = act[path_ok]
+        open_backlog = self._controller_backlog()
+        if act.size:
+            d, extra = self._demands(act)
+            roles = extra["roles"]
+            own = self.own[np.ix_(act, roles)]
+            sol, self.backlog = solve(d, self.backlog, own, self.topo.m, open_backlog)
+            self.own[np.ix_(act, roles)] = sol.own
+            self.last_solution = sol
+            self.util = sol.util
+            self.customers = sol.customers
+            self.rate[act] = sol.rate
+            self.resp_r[act] = sol.resp_r
+            self.resp_w[act] = sol.resp_w
+            self._count(dt, act, d, sol, extra)
+            self._progress(dt, act, extra)
+        else:
+            self.util = np.zeros_like(self.util)
+            self.customers = np.zeros_like(self.customers)
+            self.backlog = open_backlog.copy()
+        if stalled.size:
+            # the streaming server (or its storage) is down: every request times out and is re-sent
+            self.rate[stalled] = 0.0
+            self._add_retries(stalled, np.full(stalled.size, dt * 1e3 / self.p.udp_timeout_ms))
+        self._destage(dt)
+        self._idle_cpu(dt)
+
+    def _controller_backlog(self) -> np.ndarray:
+        # a controller destaging keeps its spindles busy: reads on that volume queue behind one I/O
+        b = np.zeros_like(self.backlog)
+        active = self.ctrl_fill > 0
+        if active.any():
+            t_io = self.pos_s + self.ctrl_size / self.media
+            b[active] = (self.topo.m * t_io)[active]
+        return b
+
+    # --- demands: templates per (route, phase), combined linearly each step ---------------------
+    def _build_templates(self) -> None:
+        topo, tb, p = self.topo, self.table, self.p
+        rs = topo.role_station
+        key = np.vstack(
+            [rs, topo.client_link_rate[None, :], topo.vdisk_remote[None, :], topo.wc_remote[None, :]]
+        ).T
+        if self.n:
+            _, rep, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        else:
+            rep, inv = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        self.route_class = inv.ravel().astype(np.int64)
+        phases = np.arange(_ACTIVE_LO, _ACTIVE_HI + 1)
+        n_ph = phases.size
+        cols_client = np.repeat(rep, n_ph)
+        cols_phase = np.tile(phases, rep.size)
+        a = cols_client.size
+        st = rs[:, cols_client]
+        zero = np.zeros(a)
+
+        def costs(miss: float, far: float, full: float) -> np.ndarray:
+            c = request_costs(
+                p,
+                self.fx,
+                st,
+                tb.source[cols_phase],
+                np.full(a, DST_WC, dtype=np.int64),
+                tb.read_kb[cols_phase] * KB,
+                tb.write_kb[cols_phase] * KB,
+                zero + miss,
+                zero + far,
+                zero,
+                zero + full,
+                topo.vdisk_remote[cols_client],
+                topo.wc_remote[cols_client],
+                topo.client_link_rate[cols_client],
+            )
+            body = c.stack()  # (6, roles, a)
+            fixed = np.zeros((1, N_ROLES, a))
+            fixed[0, 0], fixed[0, 1] = c.fixed_r, c.fixed_w
+            return np.concatenate([body, fixed]).transpose(2, 0, 1)  # (a, 7, roles)
+
+        base = costs(0, 0, 0)
+        tpl = np.stack([base, costs(1, 0, 0) - base, costs(0, 1, 0) - base, costs(0, 0, 1) - base], axis=1)
+        # roles any boot-phase request visits; copies may add the share's
+        live = np.flatnonzero((rs != topo.dummy).any(axis=1)) if self.n else np.zeros(0, dtype=np.int64)
+        boot_live = [r for r in live if np.abs(tpl[:, :, :6, r]).max() > 0 or r == Role.SS_CPU]
+        self.roles_boot = np.asarray(boot_live, dtype=np.int64)
+        self.roles_all = np.asarray(live, dtype=np.int64)
+        self.tpl_boot = np.ascontiguousarray(tpl[:, :, :, self.roles_boot])  # (cols, 4, 7, R')
+        self.tpl_all = np.ascontiguousarray(tpl[:, :, :, self.roles_all])
+        vol_roles = (Role.VD_VOL, Role.WC_VOL, Role.SH_VOL)
+        self.vol_cols_boot = np.flatnonzero(np.isin(self.roles_boot, vol_roles))
+        self.vol_cols_all = np.flatnonzero(np.isin(self.roles_all, vol_roles))
+        self.n_tpl_phases = n_ph
+        # disk-store visits per read when a client's chunk is not cached (the read-ahead unit)
+        self.miss_factor = np.where(
+            tb.source == SRC_VDISK, np.minimum(1.0, tb.read_kb / p.cache_read_io_kb), 0.0
+        )
+
+    def _miss(self, act: np.ndarray, chunk: np.ndarray, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Disk-store visits per read at the streaming server, and on the vDisk volume itself."""
+        miss = np.zeros(act.size)
+        ck = self.client_cache_key[act]
+        for key_i, key in enumerate(self.cache_keys):
+            sel = (ck == key_i) & (factor > 0)
+            if sel.any():
+                miss[sel] = ~self.caches[key].hit(chunk[sel]) * factor[sel]
+        far = miss
+        remote = self.vd_remote[act]
+        vs = self.topo.vdisk_server
+        if remote.any() and vs in self.caches:
+            far = miss.copy()
+            far[remote] = miss[remote] * ~self.caches[vs].hit(chunk[remote])  # type: ignore[index]
+        return miss, far
+
+    def _demands(self, act: np.ndarray) -> tuple[Demands, dict[str, np.ndarray]]:
+        p, tb, topo = self.p, self.table, self.topo
+        ph = self.phase[act]
+        n_r = tb.n_reads[ph]
+        n_w = tb.n_writes[ph]
+        local = tb.local_s[ph]
+        chunk = tb.region_base[ph] + np.minimum(
+            (self.x[act] * tb.region_chunks[ph]).astype(np.int64), tb.region_chunks[ph] - 1
+        )
+        miss, far = self._miss(act, chunk, self.miss_factor[ph])
+        full = self._full_frac[topo.role_station[Role.WC_VOL, act]]
+        col = self.route_class[act] * self.n_tpl_phases + (ph - _ACTIVE_LO)
+        copying = self.copy_of[act] >= 0
+        any_copy = bool(copying.any())
+        roles = self.roles_all if any_copy else self.roles_boot
+        tpl = (self.tpl_all if any_copy else self.tpl_boot)[col]
+        coef = np.stack([np.ones(act.size), miss, far, full], axis=1)
+        q = np.einsum("ak,akqr->aqr", coef, tpl)  # (A, 7, R')
+        # deep queues are served faster: the disks reorder them (command queuing)
+        vol_cols = self.vol_cols_all if any_copy else self.vol_cols_boot
+        if vol_cols.size:
+            g = self._reorder_factor()[topo.role_station[roles[vol_cols]][:, act]].T  # (A, V)
+            q[:, :4, vol_cols] *= g[:, None, :]
+        wr, ww, lr, lw, vr, vw = q[:, 0], q[:, 1], q[:, 2], q[:, 3], q[:, 4], q[:, 5]
+        fixed_r, fixed_w = q[:, 6, 0].copy(), q[:, 6, 1].copy()
+        chunk_base = chunk
+        if any_copy:
+            n_r, n_w, local = n_r.copy(), n_w.copy(), local.copy()
+            chunk_base = chunk.copy()
+            k = np.flatnonzero(copying)
+            c, (cr, cw, cl, cchunk) = self._copy_costs(act[k])
+            body = c.stack().transpose(2, 0, 1)[:, :, roles]  # (k, 6, R')
+            wr[k], ww[k], lr[k], lw[k], vr[k], vw[k] = (body[:, j] for j in range(6))
+            fixed_r[k], fixed_w[k] = c.fixed_r, c.fixed_w
+            n_r[k], n_w[k], local[k] = cr, cw, cl
+            chunk_base[k] = cchunk
+        n_req = n_r + n_w
+        d = Demands(
+            topo.role_station[np.ix_(roles, act)].T,
+            wr,
+            ww,
+            lr,
+            lw,
+            vr,
+            vw,
+            fixed_r,
+            fixed_w,
+            n_r / n_req,
+            local * self.local_factor[act] / n_req,
+            float(p.client_outstanding_requests),
+        )
+        extra = {"n_req": n_req, "chunk": chunk_base, "copying": copying, "roles": roles, "miss": miss}
+        return d, extra
+
+    def _copy_costs(
+        self, idx: np.ndarray
+    ) -> tuple[Costs, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """Costs of the clients doing a file copy (read from the source, write the destination)."""
+        p, topo = self.p, self.topo
+        k = idx.size
+        src = np.zeros(k, dtype=np.int64)
+        dst = np.zeros(k, dtype=np.int64)
+        rkb = np.zeros(k)
+        wkb = np.zeros(k)
+        n_r = np.zeros(k)
+        n_w = np.zeros(k)
+        local = np.zeros(k)
+        chunk = np.zeros(k, dtype=np.int64)
+        sh_chunk = np.zeros(k, dtype=np.int64)
+        chunk_kb = p.cache_chunk_kb
+        for j, i in enumerate(idx):
+            rec = self.copy_list[int(self.copy_of[i])]
+            size_kb = rec.size_bytes / KB
+            r_local = rec.source is CopyLocation.LOCAL
+            w_local = rec.destination is CopyLocation.LOCAL
+            src[j] = SRC_VDISK if r_local else SRC_SMB
+            dst[j] = DST_WC if w_local else DST_SMB
+            rkb[j] = p.io_burst_kb if r_local else p.smb_io_kb
+            wkb[j] = p.io_burst_kb if w_local else p.smb_io_kb
+            n_r[j] = max(1.0, size_kb / rkb[j])
+            n_w[j] = max(1.0, size_kb / wkb[j])
+            local[j] = p.copy_local_s_per_gb * rec.size_bytes / 1e9
+            chunk[j] = self.table.copy_base_chunk + int(rec.progress * size_kb / chunk_kb)
+            sh_chunk[j] = int(rec.progress * size_kb / chunk_kb)
+        factor = np.where(src == SRC_VDISK, np.minimum(1.0, rkb / p.cache_read_io_kb), 0.0)
+        miss, far = self._miss(idx, chunk, factor)
+        miss_sh = np.zeros(k)
+        if self.share_cache is not None:
+            smb = src == SRC_SMB
+            miss_sh[smb] = ~self.share_cache.hit(sh_chunk[smb]) * np.minimum(
+                1.0, rkb[smb] / p.cache_read_io_kb
+            )
+        vol = np.where(
+            dst == DST_WC, topo.role_station[Role.WC_VOL, idx], topo.role_station[Role.SH_VOL, idx]
+        )
+        c = request_costs(
+            p,
+            self.fx,
+            topo.role_station[:, idx],
+            src,
+            dst,
+            rkb * KB,
+            wkb * KB,
+            miss,
+            far,
+            miss_sh,
+            self._full_frac[vol],
+            topo.vdisk_remote[idx],
+            topo.wc_remote[idx],
+            topo.client_link_rate[idx],
+        )
+        return c, (n_r, n_w, local, chunk)
+
+    def _reorder_factor(self) -> np.ndarray:
+        """Per station: how much shorter positioning gets with the current queue (1: no gain).
+
+        With q requests waiting per spindle the disk serves the nearest first; its average
+        positioning time falls as q^-exponent (`queue_reorder_exponent`), up to a depth limit.
+        """
+        p = self.p
+        q = self.customers * self.penalty / self.topo.m
+        q = np.clip(q, 1.0, p.queue_reorder_max_depth)
+        return np.where(self.is_volume, q ** (-p.queue_reorder_exponent), 1.0)
+
+    @property
+    def _full_frac(self) -> np.ndarray:
+        """0 while a controller's cache has room, rising to 1 as it fills (no write-back: 1)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(self.ctrl_cap > 0, self.ctrl_fill / self.ctrl_cap, 1.0)
+        return np.clip((frac - 0.9) / 0.1, 0.0, 1.0)
+
+    def _count(
+        self, dt: float, act: np.ndarray, d: Demands, sol: Solution, extra: dict[str, np.ndarray]
+    ) -> None:
+        self.busy_s += sol.util * self.topo.m * dt
+        self.q_integral += sol.customers * dt
+        # transfers on volumes: reads are read-ahead I/Os of cache_read_io_kb, writes the host's
+        vol = self.is_volume
+        reads = sol.reads_at * dt
+        writes = sol.writes_at * dt
+        self.st_reads[vol] += reads[vol]
+        self.st_writes[vol] += writes[vol]
+        self.st_bytes_r[vol] += reads[vol] * self.p.cache_read_io_kb * KB
+        # write bytes: per station, from the clients' write sizes
+        roles = extra["roles"]
+        rate = sol.rate
+        p_w = 1.0 - d.p_read
+        wbytes = (rate * p_w)[:, None] * d.visit_w * dt * self._write_bytes(act, extra)[:, None]
+        wvol = np.bincount(d.station.ravel(), weights=wbytes.ravel(), minlength=self.busy_s.size)
+        self.st_bytes_w[vol] += wvol[vol]
+        # what the controllers absorbed (the fast part of each write)
+        full = self._full_frac
+        absorbed = wvol * (1.0 - full) * vol
+        if absorbed.any():
+            self.ctrl_fill += np.where(self.ctrl_cap > 0, absorbed, 0.0)
+            self.ctrl_n += np.where(self.ctrl_cap > 0, writes * (1.0 - full) * vol, 0.0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                self.ctrl_size = np.where(self.ctrl_n > 0, self.ctrl_fill / self.ctrl_n, self.ctrl_size)
+        del roles
+        # retries: each request outliving the timeout is re-sent
+        t_out = self.p.udp_timeout_ms / 1e3
+        p_r = d.p_read
+        resends = (
+            rate
+            * dt
+            * (
+                p_r * expected_resends(sol.resp_r, t_out, self.p.read_response_sigma)
+                + (1.0 - p_r) * expected_resends(sol.resp_w, t_out, self.p.write_response_sigma)
+            )
+        )
+        self._add_retries(act, resends)
+
+    def _write_bytes(self, act: np.ndarray, extra: dict[str, np.ndarray]) -> np.ndarray:
+        wb = self.table.write_kb[self.phase[act]] * KB
+        copying = extra["copying"]
+        if copying.any():
+            for k in np.flatnonzero(copying):
+                rec = self.copy_list[int(self.copy_of[act[k]])]
+                wb[k] = (
+                    self.p.io_burst_kb if rec.destination is CopyLocation.LOCAL else self.p.smb_io_kb
+                ) * KB
+        return wb
+
+    def _add_retries(self, idx: np.ndarray, expected: np.ndarray) -> None:
+        # a Poisson process in 'expected retries': integer counts, deterministic for a seed
+        self.retry_acc[idx] += expected
+        due = idx[self.retry_acc[idx] >= self.retry_next[idx]]
+        while due.size:
+            self.retries[due] += 1
+            self.retry_next[due] += self.rng.exponential(size=due.size)
+            due = due[self.retry_acc[due] >= self.retry_next[due]]
+
+    def _progress(self, dt: float, act: np.ndarray, extra: dict[str, np.ndarray]) -> None:
+        rate = self.rate[act]
+        copying = extra["copying"]
+        n_req = extra["n_req"]
+        # time credit: a client that entered its phase mid-step uses only the rest of the step
+        span = dt + self.credit[act]
+        self.credit[act] = 0.0
+        dx = rate * span / n_req
+        # post-boot activity is time-driven (services starting, logging): it lasts its local time
+        # whatever the server's speed, and a slow server just means fewer requests in it
+        timed = self.phase[act] == Phase.SETTLE
+        if timed.any():
+            dx[timed] = span[timed] / (self.table.local_s[Phase.SETTLE] * self.local_factor[act[timed]])
+        # caches: the chunks read this step become resident for everyone
+        self._touch_caches(act, extra["chunk"], dx, copying)
+        for k in np.flatnonzero(copying):
+            rec = self.copy_list[int(self.copy_of[act[k]])]
+            rec.progress = min(1.0, rec.progress + float(dx[k]))
+            if rec.progress >= 1.0 - 1e-12:
+                rec.finished = self.t + dt
+                self.copy_of[act[k]] = -1
+        boot = ~copying
+        idx = act[boot]
+        self.x[idx] += dx[boot]
+        over = self.x[idx] - 1.0
+        done = over >= -1e-12
+        for i, o, r, nreq in zip(idx[done], over[done], rate[boot][done], n_req[boot][done], strict=True):
+            ph = int(self.phase[i])
+            # the phase ended `late` seconds before the end of the step
+            late = min(dt, o * nreq / r) if r > 0 else 0.0
+            at = self.t + dt - late
+            if ph == Phase.LOGON:
+                # agent start: the boot is complete
+                self.last_boot_s[i] = at - self.boot_start[i]
+                self.boot_count[i] += 1
+            self.phase[i] = ph + 1 if ph < Phase.IDLE else Phase.IDLE
+            self.x[i] = 0.0
+            self.credit[i] = late
+
+    def _touch_caches(self, act: np.ndarray, chunk: np.ndarray, dx: np.ndarray, copying: np.ndarray) -> None:
+        reading = self.miss_factor[self.phase[act]] > 0
+        ck = self.client_cache_key[act]
+        tb = self.table
+        for key_i, key in enumerate(self.cache_keys):
+            sel = np.flatnonzero((ck == key_i) & (reading | copying))
+            if sel.size:
+                per = np.where(copying[sel], 1, tb.region_chunks[self.phase[act[sel]]])
+                span = np.minimum((dx[sel] * per).astype(np.int64) + 1, 64)
+                touched = chunk[sel] if int(span.max()) == 1 else _expand(chunk[sel], span)
+                self.caches[key].touch(touched, self.t)
+                remote = self.topo.vdisk_server
+                if remote in self.caches and remote != key:
+                    self.caches[remote].touch(touched, self.t)  # type: ignore[index]
+        if self.share_cache is not None and copying.any():
+            ck_b = self.p.cache_chunk_kb * KB
+            for k in np.flatnonzero(copying):
+                rec = self.copy_list[int(self.copy_of[act[k]])]
+                if rec.source is CopyLocation.SHARE:
+                    c0 = int(rec.progress * rec.size_bytes / ck_b)
+                    c1 = int(min(1.0, rec.progress + dx[k]) * rec.size_bytes / ck_b)
+                    self.share_cache.touch(np.arange(c0, c1 + 1), self.t)
+
+    def _destage(self, dt: float) -> None:
+        """Controllers write their cached data to the spindles with whatever time reads leave."""
+        has = self.ctrl_fill > 0
+        if not has.any():
+            return
+        t_io = self.pos_s + self.ctrl_size / self.media
+        spindle_busy = np.clip(self.util, 0.0, 1.0)  # host I/O share of the spindles
+        free = self.topo.m * (1.0 - spindle_busy)
+        drain = free / (self.penalty * t_io) * self.ctrl_size * dt
+        self.ctrl_fill = np.where(has, np.maximum(0.0, self.ctrl_fill - drain), 0.0)
+        self.ctrl_n = np.where(self.ctrl_fill > 0, self.ctrl_fill / self.ctrl_size, 0.0)
+
+    def _idle_cpu(self, dt: float) -> None:
+        idle = self.p.server_idle_cpu_pct / 100.0
+        up = self.station_up & self.is_cpu
+        extra = np.minimum(idle, np.maximum(0.0, 1.0 - self.util))
+        self.busy_s += np.where(up, extra * self.topo.m * dt, 0.0)
+        self._vm_io(dt)
+
+    def _idle_interval(self, dt: float) -> None:
+        if dt <= 0:
+            return
+        self.util = np.zeros_like(self.util)
+        self.customers = np.zeros_like(self.customers)
+        self._idle_cpu(dt)
+
+    def _vm_io(self, dt: float) -> None:
+        p = self.p
+        reads = writes = 0.0
+        rb = wb = 0.0
+        for box in self.boxes.values():
+            if box.kind is not MachineKind.VM or box.power is not PowerState.ON:
+                continue
+            booting = not box.os_up
+            iops = p.vm_boot_iops if booting else p.vm_steady_iops
+            share = p.vm_boot_read_share if booting else p.vm_steady_read_share
+            reads += iops * share * dt
+            writes += iops * (1 - share) * dt
+            rb += iops * share * dt * p.vm_read_kb * KB
+            wb += iops * (1 - share) * dt * p.vm_write_kb * KB
+        if reads or writes:
+            io = self.vm_io
+            io["reads"] += reads
+            io["writes"] += writes
+            io["read_bytes"] += rb
+            io["write_bytes"] += wb
+            io["busy_us"] += (reads + writes) * p.lun_service_time_ms * 1e3
+
+    # --- views -----------------------------------------------------------------------------------
+    def memory_used_mb(self, server: str) -> float:
+        p = self.p
+        node = self.topo.servers[server]
+        used = p.server_os_base_mb
+        sessions = sum(
+            1
+            for i, s in enumerate(self.topo.client_server)
+            if s == server and Phase.REALMODE <= self.phase[i] <= Phase.IDLE
+        )
+        used += sessions * p.session_mb
+        if server in self.caches:
+            used += self.caches[server].working_set_mb(self.t)
+        if server == self.topo.share_server and self.share_cache is not None:
+            used += self.share_cache.working_set_mb(self.t)
+        total = node.hw.ram_gb * 1024.0
+        return min(used, total)
+
+    def offered_write_iops(self) -> dict[str, float]:
+        """Host writes per second arriving at each volume in the last step (for the reader)."""
+        sol = self.last_solution
+        if sol is None:
+            return {}
+        return {f"{v.server}:{v.volume.name}": float(sol.writes_at[v.station]) for v in self.topo.volumes}
+
+    def snapshot(self) -> dict[str, float]:
+        """The queue story of the moment, with units: offered writes vs what the spindles take."""
+        out: dict[str, float] = {"t": self.t}
+        for v in self.topo.volumes:
+            key = f"{v.server}:{v.volume.name}"
+            out[f"{key}.queue"] = float(self.customers[v.station])
+            out[f"{key}.write_iops"] = (
+                float(self.last_solution.writes_at[v.station]) if self.last_solution else 0.0
+            )
+            out[f"{key}.controller_fill_mb"] = float(self.ctrl_fill[v.station] / hwm.MB)
+            out[f"{key}.capacity_write_iops"] = hwm.write_capacity_iops(
+                v.volume, self.p, float(self.ctrl_size[v.station] / KB)
+            )
+        return out
+
+
+def _expand(start: np.ndarray, span: np.ndarray) -> np.ndarray:
+    """start[i], start[i]+1, ..., start[i]+span[i]-1 for every i, concatenated."""
+    rep = np.repeat(start, span)
+    return rep + (np.arange(rep.size) - np.repeat(np.cumsum(span) - span, span))
+
+
+def _van_der_corput(n: int) -> np.ndarray:
+    """0.5, 0.25, 0.75, 0.125, ...: the first n points of the base-2 van der Corput sequence."""
+    out = np.zeros(n)
+    for i in range(n):
+        k, denom, x = i + 1, 1.0, 0.0
+        while k:
+            denom *= 2.0
+            x += (k & 1) / denom
+            k >>= 1
+        out[i] = x
+    return out

@@ -1,0 +1,149 @@
+"""The queueing solution for one time step: how fast each client's requests go round.
+
+Each active client is a closed loop: it works locally for ``Z`` seconds, sends a request (a read
+with probability ``p_read``, else a write), waits for the answer, and so on, with up to ``k``
+requests in flight. A request visits stations (CPU, NIC ports, volumes, ...); at each it waits
+behind the work already queued there and then is served.
+
+The solution is Schweitzer's approximate mean-value analysis, warm-started from the previous step
+(queues change little in 20 ms, so one or two iterations per step keep it converged):
+
+    wait[s]     = (backlog[s] - own work of this client at s) / parallel servers[s]
+    R_read      = fixed delay + sum over stations of visits * wait + in-service time
+    throughput  = 1 / (Z + R / k)                      (Little's law for one client)
+    backlog[s]  = sum over clients of (customers at s) * (work each brings)
+
+Nothing here knows about group sizes: queues, and so response times and retries, follow from
+how much work the clients offer and how fast the stations are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Demands:
+    """Per active client (rows) and role (columns): what one request costs where."""
+
+    station: np.ndarray  # (A, roles) station index
+    work_r: np.ndarray  # (A, roles) work a read brings to the station, seconds of one server
+    work_w: np.ndarray
+    lat_r: np.ndarray  # (A, roles) in-service time of a read there (visit-weighted), s
+    lat_w: np.ndarray
+    visit_r: np.ndarray  # (A, roles) expected visits per read
+    visit_w: np.ndarray
+    fixed_r: np.ndarray  # (A,) no-queue delays outside stations (wire latency, slower link), s
+    fixed_w: np.ndarray
+    p_read: np.ndarray  # (A,)
+    think_s: np.ndarray  # (A,) local work per request, s
+    window: float
+
+
+@dataclass
+class Solution:
+    rate: np.ndarray  # (A,) requests/s
+    resp_r: np.ndarray  # (A,) mean response time of a read, s
+    resp_w: np.ndarray
+    util: np.ndarray  # (S,) busy fraction of each station (of its parallel servers)
+    customers: np.ndarray  # (S,) requests present (queued + in service): Windows' queue length
+    own: np.ndarray  # (A, roles) each client's work backlog at its stations (warm start)
+    reads_at: np.ndarray  # (S,) read visits per second at each station
+    writes_at: np.ndarray  # (S,) write visits per second
+
+
+def solve(
+    d: Demands,
+    backlog: np.ndarray,
+    own: np.ndarray,
+    parallel: np.ndarray,
+    open_backlog: np.ndarray,
+    iterations: int = 3,
+) -> tuple[Solution, np.ndarray]:
+    """One step of the fixed point. Returns the solution and the new station backlogs."""
+    n_st = parallel.size
+    st = d.station
+    flat = st.ravel()
+    p_r = d.p_read[:, None]
+    p_w = 1.0 - p_r
+    # work per visit (a customer at a station brings this much work)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_visit_r = np.where(d.visit_r > 0, d.work_r / d.visit_r, 0.0)
+        per_visit_w = np.where(d.visit_w > 0, d.work_w / d.visit_w, 0.0)
+    par = parallel[st]
+    b = backlog
+    rate = np.zeros(p_r.shape[0])
+    res_r = d.lat_r
+    res_w = d.lat_w
+    for _ in range(iterations):
+        wait = np.maximum(b[st] - own, 0.0) / par
+        res_r = d.visit_r * wait + d.lat_r
+        res_w = d.visit_w * wait + d.lat_w
+        r_read = d.fixed_r + res_r.sum(axis=1)
+        r_write = d.fixed_w + res_w.sum(axis=1)
+        resp = p_r[:, 0] * r_read + p_w[:, 0] * r_write
+        rate = 1.0 / (d.think_s + resp / d.window)
+        own_new = rate[:, None] * (p_r * res_r * per_visit_r + p_w * res_w * per_visit_w)
+        b_new = np.bincount(flat, weights=own_new.ravel(), minlength=n_st) + open_backlog
+        b = 0.5 * b + 0.5 * b_new
+        own = 0.5 * own + 0.5 * own_new
+
+    # Throughput can't exceed what a station serves: where the approximation overshoots, scale the
+    # clients that pass through it (keeps CPU <= 100% and NICs <= line rate exactly).
+    work = p_r * d.work_r + p_w * d.work_w
+    util = np.bincount(flat, weights=(rate[:, None] * work).ravel(), minlength=n_st) / parallel
+    over = np.maximum(util, 1.0)
+    if over.max() > 1.0:
+        factor = np.where(work > 0, over[st], 1.0).max(axis=1)
+        rate = rate / factor
+        util = np.bincount(flat, weights=(rate[:, None] * work).ravel(), minlength=n_st) / parallel
+    r_read = d.fixed_r + res_r.sum(axis=1)
+    r_write = d.fixed_w + res_w.sum(axis=1)
+    rc = rate[:, None]
+    cust = rc * (p_r * res_r + p_w * res_w)
+    customers = np.bincount(flat, weights=cust.ravel(), minlength=n_st)
+    reads_at = np.bincount(flat, weights=(rc * p_r * d.visit_r).ravel(), minlength=n_st)
+    writes_at = np.bincount(flat, weights=(rc * p_w * d.visit_w).ravel(), minlength=n_st)
+    sol = Solution(rate, r_read, r_write, util, customers, own, reads_at, writes_at)
+    return sol, b
+
+
+def lognormal_tail(mean_s: np.ndarray, threshold_s: float, sigma: float) -> np.ndarray:
+    """P(response > threshold) for a lognormal response time with this mean and log-spread.
+
+    Response times are right-skewed: most requests take about the queueing mean, a few much
+    longer. ``sigma`` is the standard deviation of ln(response time); the median is
+    ``mean * exp(-sigma^2 / 2)``.
+    """
+    mean = np.maximum(mean_s, 1e-9)
+    z = (np.log(threshold_s / mean) + 0.5 * sigma * sigma) / sigma
+    return 0.5 * _erfc(z / np.sqrt(2.0))
+
+
+def _erfc(x: np.ndarray) -> np.ndarray:
+    # Abramowitz & Stegun 7.1.26 on |x|, reflected for negative x (|error| < 1.5e-7)
+    ax = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * ax)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    y = poly * np.exp(-ax * ax)
+    return np.where(x >= 0, y, 2.0 - y)
+
+
+def expected_resends(mean_s: np.ndarray, timeout_s: float, sigma: float, max_resends: int = 4) -> np.ndarray:
+    """Re-sends one request causes: one per timeout it outlives (P(R > T) + P(R > 2T) + ...)."""
+    total = np.zeros_like(mean_s)
+    # a response whose mean is a small fraction of the timeout practically never outlives it
+    live = np.flatnonzero(mean_s > timeout_s / 100.0)
+    if live.size == 0:
+        return total
+    m = mean_s[live]
+    acc = np.zeros_like(m)
+    for j in range(1, max_resends + 1):
+        tail = lognormal_tail(m, j * timeout_s, sigma)
+        acc += tail
+        if tail.max() < 1e-6:
+            break
+    total[live] = acc
+    return total
