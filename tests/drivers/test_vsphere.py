@@ -130,3 +130,16 @@ def test_bad_password_and_stopped_vcenter(vcsim: Vcsim, monkeypatch: pytest.Monk
     vc = vcsim.vcenter().model_copy(update={"url": "https://127.0.0.1:1/sdk"})
     with pytest.raises(VSphereError, match="cannot connect"):
         VCenterClient(vc, timeout_s=5).open()
+
+
+def test_tls_is_verified_unless_the_inventory_says_insecure(
+    vcsim: Vcsim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from labctl.inventory.model import Tls
+
+    monkeypatch.setenv("LABCTL_TEST_VC_PASSWORD", vcsim.password)
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    verified = vcsim.vcenter().model_copy(update={"tls": Tls()})  # vcsim's certificate is self-signed
+    with pytest.raises(VSphereError, match="TLS verification failed") as ei:
+        VCenterClient(verified, timeout_s=10).open()
+    assert "insecure" in ei.value.fix and "ca_file" in ei.value.fix
