@@ -71,8 +71,8 @@ class SettlePhase(BaseModel):
 # paper gives them): plausible for XP SP2 with a small application set, then calibrated once.
 _PXE = BootPhase(local_share=0.16, read_mb=0.04, read_kb=0.5)  # DHCP + TFTP of the ~40 KB bootstrap
 _REALMODE = BootPhase(local_share=0.12, read_mb=11.0, read_kb=4.0)  # INT13 loader: ntldr, kernel, SYSTEM hive
-_KERNEL = BootPhase(local_share=0.40, read_mb=54.0, write_mb=0.5, read_kb=32.0, write_kb=8.0)
-_LOGON = BootPhase(local_share=0.32, read_mb=24.0, write_mb=1.0, read_kb=16.0, write_kb=8.0)
+_KERNEL = BootPhase(local_share=0.36, read_mb=54.0, write_mb=0.5, read_kb=32.0, write_kb=8.0)
+_LOGON = BootPhase(local_share=0.36, read_mb=24.0, write_mb=1.0, read_kb=16.0, write_kb=8.0)
 _SETTLE = SettlePhase(local_s=20.0, read_mb=8.0, write_mb=3.5, write_kb=8.0)
 
 
@@ -169,11 +169,11 @@ class TwinParameters(BaseModel):
 
     # --- streaming server CPU ---------------------------------------------------------------------
     cpu_cycles_per_request: PositiveFloat = Field(
-        default=150_000.0,
+        default=165_000.0,
         description="Server CPU per request served (receive, parse, cache lookup, reply), cycles.",
     )
     cpu_cycles_per_packet_sent: PositiveFloat = Field(
-        default=23_000.0, description="Server CPU per UDP packet sent (2003 stack, no offload), cycles."
+        default=21_000.0, description="Server CPU per UDP packet sent (2003 stack, no offload), cycles."
     )
     cpu_cycles_per_packet_received: PositiveFloat = Field(
         default=9_000.0, description="Server CPU per UDP packet received, cycles."
@@ -228,9 +228,10 @@ class TwinParameters(BaseModel):
     )
     queue_reorder_exponent: NonNegativeFloat = Field(
         default=0.45,
-        description="Command queuing: with q requests queued per spindle the disk picks the closest "
-        "one, so positioning time scales as q^-exponent (0: no reordering). 0.3 matches the usual "
-        "2-2.5x IOPS gain of a SAS disk from queue depth 1 to 32.",
+        description="Command queuing: with q requests queued per spindle the disks and the RAID "
+        "controller pick the closest, so positioning time scales as q^-exponent (0: no reordering). "
+        "A bare SAS disk gains 2-2.5x from queue depth 1 to 32 (about 0.3); 0.45 was calibrated on "
+        "the 2007 write-cache queue with the PERC's own elevator on top.",
     )
     queue_reorder_max_depth: PositiveFloat = Field(
         default=32.0, description="Per-spindle queue depth beyond which reordering gains nothing more."

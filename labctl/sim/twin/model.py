@@ -47,6 +47,7 @@ KB = 1024.0
 DT_BUSY_S = 0.05
 DT_LIGHT_S = 0.1
 DT_QUIET_S = 0.25
+DT_IDLE_S = 1.0  # only booted clients idling: background I/O changes nothing faster
 _ACTIVE_LO = int(Phase.PXE)
 _ACTIVE_HI = int(Phase.IDLE)
 
@@ -183,6 +184,8 @@ class TwinModel:
                 )
             elif m.kind is MachineKind.VM:
                 self.boxes[m.name] = Box(m.name, m.kind, PowerState.OFF, False, p.vm_boot_s, p.vm_shutdown_s)
+        self.vm_boxes = [b for b in self.boxes.values() if b.kind is MachineKind.VM]
+        self.client_server_name = np.asarray(topo.client_server, dtype=object)
         self.copies: dict[str, CopyRecord] = {}
         self.copy_list: list[CopyRecord] = []
         # --- static per-client numbers, and the cost templates ---
@@ -380,6 +383,12 @@ class TwinModel:
             dt = DT_BUSY_S
         elif u > 0.05 or uq > 0.2:
             dt = DT_LIGHT_S
+        elif (
+            np.all(self.phase[streaming] == Phase.IDLE)
+            and not np.any(self.ctrl_fill > 0)
+            and not np.any(self.copy_of >= 0)
+        ):
+            dt = DT_IDLE_S
         else:
             dt = DT_QUIET_S
         # a lone client (1-client boots) is measured to the phase: land on its phase ends
@@ -829,8 +838,8 @@ class TwinModel:
         p = self.p
         reads = writes = 0.0
         rb = wb = 0.0
-        for box in self.boxes.values():
-            if box.kind is not MachineKind.VM or box.power is not PowerState.ON:
+        for box in self.vm_boxes:
+            if box.power is not PowerState.ON:
                 continue
             booting = not box.os_up
             iops = p.vm_boot_iops if booting else p.vm_steady_iops
@@ -852,11 +861,8 @@ class TwinModel:
         p = self.p
         node = self.topo.servers[server]
         used = p.server_os_base_mb
-        sessions = sum(
-            1
-            for i, s in enumerate(self.topo.client_server)
-            if s == server and Phase.REALMODE <= self.phase[i] <= Phase.IDLE
-        )
+        mine = self.client_server_name == server
+        sessions = int(np.count_nonzero(mine & (self.phase >= Phase.REALMODE) & (self.phase <= Phase.IDLE)))
         used += sessions * p.session_mb
         if server in self.caches:
             used += self.caches[server].working_set_mb(self.t)

@@ -69,41 +69,44 @@ def solve(
     p_r = d.p_read[:, None]
     p_w = 1.0 - p_r
     # work per visit (a customer at a station brings this much work)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per_visit_r = np.where(d.visit_r > 0, d.work_r / d.visit_r, 0.0)
-        per_visit_w = np.where(d.visit_w > 0, d.work_w / d.visit_w, 0.0)
-    par = parallel[st]
+    per_r = np.divide(d.work_r, d.visit_r, out=np.zeros_like(d.work_r), where=d.visit_r > 0)
+    per_w = np.divide(d.work_w, d.visit_w, out=np.zeros_like(d.work_w), where=d.visit_w > 0)
+    # the read/write mix is fixed within a step: fold it once
+    #   residence = wait * V + L          (mixed over request kinds)
+    #   own work  = rate * (wait * VW + LW)
+    vis = p_r * d.visit_r + p_w * d.visit_w
+    lat = p_r * d.lat_r + p_w * d.lat_w
+    vis_work = p_r * d.visit_r * per_r + p_w * d.visit_w * per_w
+    lat_work = p_r * d.lat_r * per_r + p_w * d.lat_w * per_w
+    fixed = d.p_read * d.fixed_r + (1.0 - d.p_read) * d.fixed_w
+    inv_par = (1.0 / parallel)[st]
     b = backlog
-    rate = np.zeros(p_r.shape[0])
-    res_r = d.lat_r
-    res_w = d.lat_w
+    rate = np.zeros(st.shape[0])
+    wait = np.zeros(st.shape)
     for _ in range(iterations):
-        wait = np.maximum(b[st] - own, 0.0) / par
-        res_r = d.visit_r * wait + d.lat_r
-        res_w = d.visit_w * wait + d.lat_w
-        r_read = d.fixed_r + res_r.sum(axis=1)
-        r_write = d.fixed_w + res_w.sum(axis=1)
-        resp = p_r[:, 0] * r_read + p_w[:, 0] * r_write
+        wait = np.maximum(b[st] - own, 0.0) * inv_par
+        resp = fixed + (wait * vis + lat).sum(axis=1)
         rate = 1.0 / (d.think_s + resp / d.window)
-        own_new = rate[:, None] * (p_r * res_r * per_visit_r + p_w * res_w * per_visit_w)
+        own_new = rate[:, None] * (wait * vis_work + lat_work)
         b_new = np.bincount(flat, weights=own_new.ravel(), minlength=n_st) + open_backlog
-        b = 0.5 * b + 0.5 * b_new
-        own = 0.5 * own + 0.5 * own_new
+        b = 0.5 * (b + b_new)
+        own = 0.5 * (own + own_new)
 
     # Throughput can't exceed what a station serves: where the approximation overshoots, scale the
     # clients that pass through it (keeps CPU <= 100% and NICs <= line rate exactly).
     work = p_r * d.work_r + p_w * d.work_w
     util = np.bincount(flat, weights=(rate[:, None] * work).ravel(), minlength=n_st) / parallel
-    over = np.maximum(util, 1.0)
-    if over.max() > 1.0:
+    if util.max() > 1.0:
+        over = np.maximum(util, 1.0)
         factor = np.where(work > 0, over[st], 1.0).max(axis=1)
         rate = rate / factor
         util = np.bincount(flat, weights=(rate[:, None] * work).ravel(), minlength=n_st) / parallel
+    res_r = d.visit_r * wait + d.lat_r
+    res_w = d.visit_w * wait + d.lat_w
     r_read = d.fixed_r + res_r.sum(axis=1)
     r_write = d.fixed_w + res_w.sum(axis=1)
     rc = rate[:, None]
-    cust = rc * (p_r * res_r + p_w * res_w)
-    customers = np.bincount(flat, weights=cust.ravel(), minlength=n_st)
+    customers = np.bincount(flat, weights=(rc * (wait * vis + lat)).ravel(), minlength=n_st)
     reads_at = np.bincount(flat, weights=(rc * p_r * d.visit_r).ravel(), minlength=n_st)
     writes_at = np.bincount(flat, weights=(rc * p_w * d.visit_w).ravel(), minlength=n_st)
     sol = Solution(rate, r_read, r_write, util, customers, own, reads_at, writes_at)

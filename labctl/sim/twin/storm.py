@@ -155,7 +155,10 @@ class _Sampler:
         for name, node in m.topo.servers.items():
             raw[f"cpu|{name}"] = float(m.busy_s[node.cpu]) / float(m.topo.m[node.cpu])
             for j, st in enumerate(node.nic_out):
-                raw[f"nic|{name}/{j}"] = float(m.busy_s[st])
+                # Bytes Sent as the counter counts them, over Current Bandwidth (bits), as perfmon does
+                raw[f"nic|{name}/{j}"] = (
+                    float(m.busy_s[st]) * node.nic_rate * 8.0 / (node.hw.nics.speed_gbps * 1e9)
+                )
             raw[f"mem|{name}"] = node.hw.ram_gb * 1024.0 - m.memory_used_mb(name)
             for v in node.volumes:
                 key = f"{name}:{v.volume.name}"
