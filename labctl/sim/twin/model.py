@@ -108,7 +108,14 @@ class TwinModel:
         # and client 1 is the average client
         spread = lab.twin.client_speed_spread
         self.local_factor = 1.0 + spread * (2.0 * _van_der_corput(n) - 1.0)
-        self.copy_of = np.full(n, -1, dtype=np.int64)
+        self.copy_of = np.full(n, -1, dtype=np.int64)  # index into copy_list of the client's copy
+        # the running copy of each client, as arrays for the step (set by start_copy)
+        self.cp_src = np.zeros(n, dtype=np.int64)
+        self.cp_dst = np.zeros(n, dtype=np.int64)
+        self.cp_rkb = np.ones(n)
+        self.cp_wkb = np.ones(n)
+        self.cp_size = np.zeros(n)
+        self.cp_progress = np.zeros(n)
         self.credit = np.zeros(n)  # time already spent in a phase entered mid-step, s
         self.rate = np.zeros(n)  # last requests/s
         self.resp_r = np.zeros(n)
@@ -292,6 +299,7 @@ class TwinModel:
         j = int(self.copy_of[i])
         if j >= 0:
             rec = self.copy_list[j]
+            rec.progress = float(self.cp_progress[i])
             if rec.finished is None and rec.failed is None:
                 rec.failed = reason
             self.copy_of[i] = -1
@@ -340,7 +348,17 @@ class TwinModel:
         elif self.copy_of[i] >= 0:
             rec.failed = f"{client} is already copying"
         else:
+            p = self.p
             self.copy_of[i] = len(self.copy_list) - 1
+            r_local = source is CopyLocation.LOCAL
+            w_local = destination is CopyLocation.LOCAL
+            self.cp_src[i] = SRC_VDISK if r_local else SRC_SMB
+            self.cp_dst[i] = DST_WC if w_local else DST_SMB
+            # the streaming protocol carries at most io_burst_kb; SMB1 copies move 60 KB blocks
+            self.cp_rkb[i] = p.io_burst_kb if r_local else p.smb_io_kb
+            self.cp_wkb[i] = p.io_burst_kb if w_local else p.smb_io_kb
+            self.cp_size[i] = float(size_bytes)
+            self.cp_progress[i] = 0.0
         return rec
 
     # --- time ----------------------------------------------------------------------------------
@@ -613,39 +631,20 @@ class TwinModel:
     ) -> tuple[Costs, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Costs of the clients doing a file copy (read from the source, write the destination)."""
         p, topo = self.p, self.topo
-        k = idx.size
-        src = np.zeros(k, dtype=np.int64)
-        dst = np.zeros(k, dtype=np.int64)
-        rkb = np.zeros(k)
-        wkb = np.zeros(k)
-        n_r = np.zeros(k)
-        n_w = np.zeros(k)
-        local = np.zeros(k)
-        chunk = np.zeros(k, dtype=np.int64)
-        sh_chunk = np.zeros(k, dtype=np.int64)
-        chunk_kb = p.cache_chunk_kb
-        for j, i in enumerate(idx):
-            rec = self.copy_list[int(self.copy_of[i])]
-            size_kb = rec.size_bytes / KB
-            r_local = rec.source is CopyLocation.LOCAL
-            w_local = rec.destination is CopyLocation.LOCAL
-            src[j] = SRC_VDISK if r_local else SRC_SMB
-            dst[j] = DST_WC if w_local else DST_SMB
-            rkb[j] = p.io_burst_kb if r_local else p.smb_io_kb
-            wkb[j] = p.io_burst_kb if w_local else p.smb_io_kb
-            n_r[j] = max(1.0, size_kb / rkb[j])
-            n_w[j] = max(1.0, size_kb / wkb[j])
-            local[j] = p.copy_local_s_per_gb * rec.size_bytes / 1e9
-            chunk[j] = self.table.copy_base_chunk + int(rec.progress * size_kb / chunk_kb)
-            sh_chunk[j] = int(rec.progress * size_kb / chunk_kb)
+        src, dst = self.cp_src[idx], self.cp_dst[idx]
+        rkb, wkb = self.cp_rkb[idx], self.cp_wkb[idx]
+        size_kb = self.cp_size[idx] / KB
+        n_r = np.maximum(1.0, size_kb / rkb)
+        n_w = np.maximum(1.0, size_kb / wkb)
+        local = p.copy_local_s_per_gb * self.cp_size[idx] / 1e9
+        pos = (self.cp_progress[idx] * size_kb / p.cache_chunk_kb).astype(np.int64)
+        chunk = self.table.copy_base_chunk + pos  # the source file inside the image
         factor = np.where(src == SRC_VDISK, np.minimum(1.0, rkb / p.cache_read_io_kb), 0.0)
         miss, far = self._miss(idx, chunk, factor)
-        miss_sh = np.zeros(k)
-        if self.share_cache is not None:
-            smb = src == SRC_SMB
-            miss_sh[smb] = ~self.share_cache.hit(sh_chunk[smb]) * np.minimum(
-                1.0, rkb[smb] / p.cache_read_io_kb
-            )
+        miss_sh = np.zeros(idx.size)
+        smb = src == SRC_SMB
+        if self.share_cache is not None and smb.any():
+            miss_sh[smb] = ~self.share_cache.hit(pos[smb]) * np.minimum(1.0, rkb[smb] / p.cache_read_io_kb)
         vol = np.where(
             dst == DST_WC, topo.role_station[Role.WC_VOL, idx], topo.role_station[Role.SH_VOL, idx]
         )
@@ -729,13 +728,7 @@ class TwinModel:
     def _write_bytes(self, act: np.ndarray, extra: dict[str, np.ndarray]) -> np.ndarray:
         wb = self.table.write_kb[self.phase[act]] * KB
         copying = extra["copying"]
-        if copying.any():
-            for k in np.flatnonzero(copying):
-                rec = self.copy_list[int(self.copy_of[act[k]])]
-                wb[k] = (
-                    self.p.io_burst_kb if rec.destination is CopyLocation.LOCAL else self.p.smb_io_kb
-                ) * KB
-        return wb
+        return np.where(copying, self.cp_wkb[act] * KB, wb)
 
     def _add_retries(self, idx: np.ndarray, expected: np.ndarray) -> None:
         # a Poisson process in 'expected retries': integer counts, deterministic for a seed
@@ -761,12 +754,13 @@ class TwinModel:
             dx[timed] = span[timed] / (self.table.local_s[Phase.SETTLE] * self.local_factor[act[timed]])
         # caches: the chunks read this step become resident for everyone
         self._touch_caches(act, extra["chunk"], dx, copying)
-        for k in np.flatnonzero(copying):
-            rec = self.copy_list[int(self.copy_of[act[k]])]
-            rec.progress = min(1.0, rec.progress + float(dx[k]))
-            if rec.progress >= 1.0 - 1e-12:
-                rec.finished = self.t + dt
-                self.copy_of[act[k]] = -1
+        if copying.any():
+            ci = act[copying]
+            self.cp_progress[ci] = np.minimum(1.0, self.cp_progress[ci] + dx[copying])
+            for i in ci[self.cp_progress[ci] >= 1.0 - 1e-12]:
+                rec = self.copy_list[int(self.copy_of[i])]
+                rec.progress, rec.finished = 1.0, self.t + dt
+                self.copy_of[i] = -1
         boot = ~copying
         idx = act[boot]
         self.x[idx] += dx[boot]
@@ -800,13 +794,13 @@ class TwinModel:
                 if remote in self.caches and remote != key:
                     self.caches[remote].touch(touched, self.t)  # type: ignore[index]
         if self.share_cache is not None and copying.any():
-            ck_b = self.p.cache_chunk_kb * KB
-            for k in np.flatnonzero(copying):
-                rec = self.copy_list[int(self.copy_of[act[k]])]
-                if rec.source is CopyLocation.SHARE:
-                    c0 = int(rec.progress * rec.size_bytes / ck_b)
-                    c1 = int(min(1.0, rec.progress + dx[k]) * rec.size_bytes / ck_b)
-                    self.share_cache.touch(np.arange(c0, c1 + 1), self.t)
+            k = np.flatnonzero(copying & (self.cp_src[act] == SRC_SMB))
+            if k.size:
+                ck_b = self.p.cache_chunk_kb * KB
+                i = act[k]
+                c0 = (self.cp_progress[i] * self.cp_size[i] / ck_b).astype(np.int64)
+                c1 = (np.minimum(1.0, self.cp_progress[i] + dx[k]) * self.cp_size[i] / ck_b).astype(np.int64)
+                self.share_cache.touch(_expand(c0, np.minimum(c1 - c0 + 1, 64)), self.t)
 
     def _destage(self, dt: float) -> None:
         """Controllers write their cached data to the spindles with whatever time reads leave."""
