@@ -73,7 +73,7 @@ _PXE = BootPhase(local_share=0.16, read_mb=0.04, read_kb=0.5)  # DHCP + TFTP of 
 _REALMODE = BootPhase(local_share=0.12, read_mb=11.0, read_kb=4.0)  # INT13 loader: ntldr, kernel, SYSTEM hive
 _KERNEL = BootPhase(local_share=0.36, read_mb=54.0, write_mb=0.5, read_kb=32.0, write_kb=8.0)
 _LOGON = BootPhase(local_share=0.36, read_mb=24.0, write_mb=1.0, read_kb=16.0, write_kb=8.0)
-_SETTLE = SettlePhase(local_s=20.0, read_mb=8.0, write_mb=3.5, write_kb=8.0)
+_SETTLE = SettlePhase(local_s=20.0, read_mb=8.0, write_mb=3.8, write_kb=8.0)
 
 
 class TwinParameters(BaseModel):
@@ -141,7 +141,7 @@ class TwinParameters(BaseModel):
         "With the mean it sets how often a read outlives the timeout (a retry).",
     )
     write_response_sigma: PositiveFloat = Field(
-        default=1.5,
+        default=1.6,
         description="Spread (log standard deviation) of a write's response time. Writes wait in the "
         "write-cache volume's queue, which the disks serve nearest-first rather than in arrival "
         "order: the mean drops, but a few requests wait far longer than it.",

@@ -5,15 +5,25 @@ to lab time ``t`` in steps of 10-250 ms (short while queues are busy, long when 
 quiet, a single jump when nothing at all is going on). The live twin (:mod:`.twin`) calls it under
 a lock; the fast-forward runner (:mod:`.storm`) calls it in a loop.
 
-Why the write-cache queue reaches its peak (the 2007 standalone lab, 100 clients): every client
-in the kernel and logon phases sends writes to its write cache on the 4-disk RAID10. The PERC
-write-back cache absorbs the first ``controller_write_cache_mb``; after that each host write waits
-for the spindles, which sustain ``disks / write penalty / service time`` = 4 / 2 / 5.4 ms, about
-370 writes/s at 8 KB (:func:`.hardware.write_capacity_iops`). The clients offer more than that
-(see ``offered_write_iops`` in :meth:`TwinModel.snapshot`), so writes queue, and because each client
-has one request in flight, the queue is the number of clients waiting on a write at that moment:
-tens, out of 75-100 clients. With 50 clients the controller cache covers most of the burst and
-the offered rate is near the spindles' capacity, so the queue stays in single digits.
+Why the write-cache queue reaches its peak (the 2007 standalone lab, 100 clients):
+
+1. After the agent starts, each client writes ``settle.write_mb`` = 3.8 MB to its write cache in
+   8 KB requests over about 20 s (services, logs, prefetch traces): ~24 writes/s per client,
+   ~2,400 writes/s offered by 100 clients in step.
+2. The PERC's battery-backed cache acknowledges the first ``controller_write_cache_mb`` = 128 MB
+   (16,000 writes) at memory speed, so the queue stays near zero until it is full (~68 s in).
+3. Then every write waits for the spindles: RAID10 of 4 x 10K SAS, write penalty 2, 5.35 ms per
+   8 KB write (3 ms half revolution + 2.25 ms short seek + transfer) = 374 writes/s at queue
+   depth 1 (:func:`.hardware.write_capacity_iops`), far below the offered 2,400/s.
+4. Each client has one request in flight, so clients pile up in the queue (Windows counts
+   them) until the disks keep up: with q requests per spindle they serve the nearest first and
+   positioning shrinks as q^-0.45 (``queue_reorder_exponent``). At 41 queued (20 per spindle,
+   positioning x 0.26) the volume does ~1,400 writes/s; that balance is the peak: 41 at 100
+   clients, 26 at 75, 6 at 50 (whose burst mostly fits in the controller cache).
+5. A write then takes ~29 ms on average; the few that outlive 200 ms (lognormal spread
+   ``write_response_sigma``) are re-sent: the retries.
+
+``snapshot()`` prints these quantities (queue, offered write IOPS, controller fill) at any time.
 """
 
 from __future__ import annotations
@@ -488,13 +498,13 @@ class TwinModel:
         self._idle_cpu(dt)
 
     def _controller_backlog(self) -> np.ndarray:
-        # a controller destaging keeps its spindles busy: reads on that volume queue behind one I/O
-        b = np.zeros_like(self.backlog)
-        active = self.ctrl_fill > 0
-        if active.any():
-            t_io = self.pos_s + self.ctrl_size / self.media
-            b[active] = (self.topo.m * t_io)[active]
-        return b
+        """Work queued at stations outside the clients' requests: none modelled.
+
+        A controller destaging its cache keeps the spindles busy, which would delay *reads* on
+        that volume; writes it acknowledges from cache do not wait. The solver's wait is per
+        station, not per request kind, so this interference is left out (documented in README).
+        """
+        return np.zeros_like(self.backlog)
 
     # --- demands: templates per (route, phase), combined linearly each step ---------------------
     def _build_templates(self) -> None:
