@@ -63,9 +63,14 @@ def _plan_of(node: Any) -> str | None:
     return str(marker.args[0]) if marker is not None and marker.args else None
 
 
+def plan_file_for(test_path: Path, plan: str) -> Path:
+    """A plan's parameter file sits next to it: ``testplans/<plan>.params.yaml``."""
+    return test_path.parent / f"{plan}.params.yaml"
+
+
 def plan_params_for(config: pytest.Config, test_path: Path, plan: str) -> PlanParams:
     explicit = config.getoption("--plan-file")
-    path = Path(explicit) if explicit else test_path.parent / f"{plan}.params.yaml"
+    path = Path(explicit) if explicit else plan_file_for(test_path, plan)
     return load_plan_params(path, config.getoption("--profile"), config.getoption("--plan-param"))
 
 
@@ -81,6 +86,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     from labctl.errors import BadInputError
 
+    if (
+        not metafunc.config.getoption("--plan-file")
+        and not plan_file_for(Path(metafunc.definition.path), plan).exists()
+    ):
+        return  # a plan without a parameter file has no cells; `plan_params` says so if asked for
     try:
         params = plan_params_for(metafunc.config, Path(metafunc.definition.path), plan)
     except BadInputError as exc:
