@@ -15,17 +15,7 @@ from dataclasses import dataclass, field
 from labctl.inventory.model import Machine
 from labctl.lab.records import Event
 from labctl.lab.session import LabSession
-from labctl.scenarios.common import Progress, ProgressHook, ensure_off, no_progress
-
-
-@dataclass(frozen=True)
-class ClientBoot:
-    name: str
-    outcome: str  # "ready", "timeout", "error"
-    boot_time_s: float | None  # first network contact to agent start, as the streaming software says
-    retries: int | None  # UDP requests re-sent after the 200 ms timeout during the session
-    time_to_ready_s: float | None  # orchestrator: first magic packet to the client seen ready
-    detail: str = ""
+from labctl.scenarios.common import ClientBoot, Progress, ProgressHook, client_boots, ensure_off, no_progress
 
 
 @dataclass(frozen=True)
@@ -99,26 +89,10 @@ def run_boot_storm(
         unsubscribe()
 
     devices, _errors = session.power.device_status()
-    clients = []
-    for m in group:
-        r = readiness.get(m.name)
-        dev = devices.get(m.name)
-        outcome = r.state if r is not None else "error"
-        if m.name in wake_failed and outcome != "ready":
-            outcome = "error"
-        clients.append(
-            ClientBoot(
-                name=m.name,
-                outcome=outcome,
-                boot_time_s=dev.boot_time_s if dev and dev.active else (r.boot_time_s if r else None),
-                retries=dev.retries if dev and dev.active else (r.retries if r else None),
-                time_to_ready_s=(r.at - start) if r is not None and r.at is not None else None,
-                detail=wake_failed.get(m.name, "") or (r.detail if r is not None else "no outcome"),
-            )
-        )
+    clients = client_boots(group, readiness, devices, start, wake_failed)
     return BootStormResult(
         group_size=len(group),
-        clients=tuple(clients),
+        clients=clients,
         storm_start_ts=start,
         window_end_ts=window_end[0],
         wake_spread_s=report.spread_lab_s,

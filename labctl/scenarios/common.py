@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from labctl.errors import LabctlError
 from labctl.inventory.model import Machine
 from labctl.lab.power import State
 from labctl.lab.session import LabSession
+
+if TYPE_CHECKING:
+    from labctl.drivers.pvs import DeviceInfo
+    from labctl.lab.ready import Readiness
 
 
 class LabFaultError(LabctlError):
@@ -78,3 +83,46 @@ def ensure_off(session: LabSession, machines: Sequence[Machine], timeout_s: floa
             " (check that they answer SSH `shutdown /s`, or power them off by hand)",
             list(wrong),
         )
+
+
+@dataclass(frozen=True)
+class ClientBoot:
+    """How one client's boot went, from both sides of the wire."""
+
+    name: str
+    outcome: str  # "ready", "timeout", "error"
+    boot_time_s: float | None  # first network contact to agent start, as the streaming software says
+    retries: int | None  # UDP requests re-sent after the 200 ms timeout during the session
+    time_to_ready_s: float | None  # orchestrator: the wake / reboot command to the client seen ready
+    detail: str = ""
+
+
+def client_boots(
+    group: Sequence[Machine],
+    readiness: Mapping[str, Readiness],
+    devices: Mapping[str, DeviceInfo],
+    started_lab_s: float,
+    dispatch_failed: Mapping[str, str],
+) -> tuple[ClientBoot, ...]:
+    """One :class:`ClientBoot` per client: the streaming server's boot time and retries where it
+    lists the client as active, else what readiness saw; a failed dispatch not followed by a
+    boot is an error."""
+    out = []
+    for m in group:
+        r = readiness.get(m.name)
+        dev = devices.get(m.name)
+        outcome = r.state if r is not None else "error"
+        if m.name in dispatch_failed and outcome != "ready":
+            outcome = "error"
+        active = dev is not None and dev.active
+        out.append(
+            ClientBoot(
+                name=m.name,
+                outcome=outcome,
+                boot_time_s=dev.boot_time_s if active and dev else (r.boot_time_s if r else None),
+                retries=dev.retries if active and dev else (r.retries if r else None),
+                time_to_ready_s=(r.at - started_lab_s) if r is not None and r.at is not None else None,
+                detail=dispatch_failed.get(m.name, "") or (r.detail if r is not None else "no outcome"),
+            )
+        )
+    return tuple(out)

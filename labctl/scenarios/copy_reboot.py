@@ -23,7 +23,7 @@ from labctl.errors import BadInputError, EndpointError
 from labctl.inventory.model import Machine, Share
 from labctl.lab.records import Event
 from labctl.lab.session import LabSession
-from labctl.scenarios.common import Progress, ProgressHook, no_progress
+from labctl.scenarios.common import ClientBoot, Progress, ProgressHook, client_boots, no_progress
 
 LOCAL_DIR = r"C:\labctl"
 SOURCE_FILE = "file512.bin"  # 512 MiB: on every client's image and on the share
@@ -61,20 +61,10 @@ class CopyOutcome:
 
 
 @dataclass(frozen=True)
-class RebootOutcome:
-    name: str
-    outcome: str  # "ready", "timeout", "error"
-    boot_time_s: float | None
-    retries: int | None
-    time_to_ready_s: float | None
-    detail: str = ""
-
-
-@dataclass(frozen=True)
 class CopyRebootResult:
     copy_path: CopyPath
     copiers: tuple[CopyOutcome, ...]
-    rebooters: tuple[RebootOutcome, ...]
+    rebooters: tuple[ClientBoot, ...]
     start_ts: float
     end_ts: float
     reboot_spread_s: float
@@ -165,25 +155,11 @@ def run_copy_reboot(
 
     devices, _errors = session.power.device_status() if rebooters else ({}, {})
     reboot_failed = {n: o.detail for n, o in report.failed.items()} if report else {}
-    reboots = []
-    for m in rebooters:
-        r = readiness.get(m.name)
-        dev = devices.get(m.name)
-        outcome = r.state if r is not None else "error"
-        reboots.append(
-            RebootOutcome(
-                name=m.name,
-                outcome=outcome,
-                boot_time_s=dev.boot_time_s if dev and dev.active else (r.boot_time_s if r else None),
-                retries=dev.retries if dev and dev.active else (r.retries if r else None),
-                time_to_ready_s=(r.at - start) if r is not None and r.at is not None else None,
-                detail=reboot_failed.get(m.name, "") or (r.detail if r is not None else "no outcome"),
-            )
-        )
+    reboots = client_boots(rebooters, readiness, devices, start, reboot_failed)
     return CopyRebootResult(
         copy_path=copy_path,
         copiers=tuple(copies),
-        rebooters=tuple(reboots),
+        rebooters=reboots,
         start_ts=start,
         end_ts=end,
         reboot_spread_s=report.spread_lab_s if report else 0.0,

@@ -58,6 +58,10 @@ DT_BUSY_S = 0.05
 DT_LIGHT_S = 0.1
 DT_QUIET_S = 0.25
 DT_IDLE_S = 1.0  # only booted clients idling: background I/O changes nothing faster
+# Busy with copies but no client booting: long steady flows whose load changes only when a copy
+# starts or ends or a controller cache fills (tens of seconds). Boot-storm steps would make a
+# 50-client copy matrix cost a whole core at 60x and starve the simulated endpoints.
+DT_FLOWS_S = 0.25
 _ACTIVE_LO = int(Phase.PXE)
 _ACTIVE_HI = int(Phase.IDLE)
 
@@ -408,7 +412,9 @@ class TwinModel:
         u = float(self.util[~self.is_volume].max(initial=0.0))
         uq = float(self.customers[self.is_volume].max(initial=0.0))
         if u > 0.3 or uq > 1.0:
-            dt = DT_BUSY_S
+            ph = self.phase[streaming]
+            booting = bool(np.any((ph >= Phase.PXE) & (ph <= Phase.SETTLE)))
+            dt = DT_BUSY_S if booting else DT_FLOWS_S
         elif u > 0.05 or uq > 0.2:
             dt = DT_LIGHT_S
         elif (
