@@ -16,7 +16,7 @@ from labctl.errors import BadInputError, LabctlError
 from labctl.inventory.load import load_lab
 from labctl.inventory.model import Lab
 from labctl.lab.power import State
-from labctl.lab.session import LabSession
+from labctl.lab.session import DriverSettings, LabSession
 from labctl.scenarios.common import ensure_off
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class LabEnvironment:
             self._session = None
         lab = load_lab(self.lab_file, cfg)
         clock = self._ensure_sim(cfg) if lab.simulated else LabClock(scale=lab.time_scale)
-        self._session = LabSession(lab, clock)
+        self._session = LabSession(lab, clock, settings=driver_settings(lab))
         self._config = cfg
         key = cfg or ""
         if key not in self._initial_on:
@@ -137,6 +137,14 @@ class LabEnvironment:
                 assert isinstance(self._sim, SimulatedLab)
                 self._sim.stop()
             self._sim = None
+
+
+def driver_settings(lab: Lab) -> DriverSettings:
+    """Room for every machine's SSH session at once: a copy/reboot cell holds one per copier for
+    the whole copy while the rebooters' shutdown commands must go out at the same moment."""
+    default = DriverSettings()
+    with_ssh = sum(1 for m in lab.machines.values() if m.ssh is not None)
+    return DriverSettings(ssh_max_parallel=max(default.ssh_max_parallel, with_ssh + 16))
 
 
 def read_versions(session: LabSession) -> dict[str, str]:
