@@ -232,9 +232,7 @@ class Cell:
         write_cell_summary(self.run, self.cell_id, summary)
         self.finished = True
         A.attach_json(summary, "summary")
-        # the servers' counters and the cell's results; the per-client status polls stay in
-        # series.csv (100 clients x every interval would make the single-file report huge)
-        A.attach_series([x for x in self.recorder.series(cell=self.cell_id) if x.source != "pvs"], "series")
+        A.attach_series([x for x in self.recorder.series(cell=self.cell_id) if _attached(x)], "series")
         for name, fig in figures:
             A.attach_figure(fig, name)
         if self.criteria_file is None:
@@ -250,6 +248,25 @@ class Cell:
         verdict.write(self.run)
         A.report_verdict(verdict, self.recorder)
         verdict.raise_for_outcome()
+
+
+# What a cell's Allure "series" attachment holds: what the criteria and the paper's figures use.
+# Everything else (per-NIC bandwidth, loopback, per-client status polls, BMC power, arrays) stays in
+# series.csv: all of it attached made one report of the 2007 set a 100 MB file.
+_ATTACHED_METRICS = frozenset(
+    {"cpu_pct", "memory_used_mb", "nic_sent_util_pct", "disk_queue_len", "disk_iops"}
+)
+
+
+def _attached(series: Any) -> bool:
+    if series.source == "result":
+        return True
+    return (
+        series.source == "typeperf"
+        and series.metric in _ATTACHED_METRICS
+        and "Loopback" not in series.entity
+        and not series.entity.endswith("/_Total")
+    )
 
 
 def _write_partial_summary(cell: Cell, exc: BaseException) -> None:

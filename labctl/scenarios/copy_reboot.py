@@ -142,12 +142,21 @@ def run_copy_reboot(
     unsubscribe = session.timeline.subscribe(on_event)
     try:
         progress(Progress("copy+reboot", 0, total))
-        with ThreadPoolExecutor(max_workers=max(1, len(copiers)), thread_name_prefix="copy") as pool:
+        with (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="reboot-watch") as watch,
+            ThreadPoolExecutor(max_workers=max(1, len(copiers)), thread_name_prefix="copy") as pool,
+        ):
+            # Watch the rebooters before the reboot goes out: dispatching a group over SSH can take
+            # longer (in lab time, on a fast simulated clock) than a client needs to go down and
+            # come back, and a reboot is only seen if the client is seen down first.
+            watching = (
+                watch.submit(session.wait_ready, rebooters, deadline=deadline, expect_boot=True)
+                if rebooters
+                else None
+            )
             futures = [pool.submit(copy_one, m) for m in copiers]
             report = session.power.reboot([m.name for m in rebooters]) if rebooters else None
-            readiness = (
-                session.wait_ready(rebooters, deadline=deadline, expect_boot=True) if rebooters else {}
-            )
+            readiness = watching.result() if watching is not None else {}
             copies = [f.result() for f in futures]
     finally:
         unsubscribe()
