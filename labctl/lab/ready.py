@@ -61,6 +61,7 @@ class _Tracker:
         self.errors: dict[str, str] = {}
         self.observed: set[str] = set()  # at least one successful observation
         self.last: dict[str, str] = {}
+        self.first_boot_time: dict[str, float] = {}  # boot time the streaming server first reported
 
     def pending(self) -> list[Machine]:
         with self.lock:
@@ -72,6 +73,15 @@ class _Tracker:
             self.observed.add(m.name)
             self.last[m.name] = detail
             self.errors.pop(m.name, None)
+
+    def note_session(self, m: Machine, boot_time_s: float) -> None:
+        """A streaming client reports a boot time per session: one that differs from the first
+        seen is a new boot even if no poll caught the client down (on a loaded or fast-clocked
+        lab a whole reboot can fall between two device-status polls)."""
+        with self.lock:
+            first = self.first_boot_time.setdefault(m.name, boot_time_s)
+            if first != boot_time_s:
+                self.seen_down.add(m.name)
 
     def error(self, m: Machine, reason: str) -> None:
         with self.lock:
@@ -150,6 +160,8 @@ def _watch_clients(t: _Tracker, clients: list[Machine], deadline: float) -> None
                 for m in pending:
                     d = devices.get(m.name) or (devices.get(m.mac) if m.mac else None)
                     if d is not None and d.active and d.boot_time_s is not None:
+                        if t.expect_boot:
+                            t.note_session(m, d.boot_time_s)
                         t.up(
                             m,
                             boot_time_s=d.boot_time_s,
