@@ -121,7 +121,10 @@ def test_a_client_that_never_wakes_is_a_lab_fault_and_the_others_are_measured(tm
     assert "optiplex-002" in result["statusDetails"]["message"]
 
 
-def test_ctrl_c_in_a_storm_keeps_the_measurements_and_returns_the_clients_to_s5(tmp_path: Path) -> None:
+def test_ctrl_c_in_a_storm_keeps_the_measurements_and_returns_the_clients_to_s5(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from labctl.inventory.credentials import SECRETS_FILE_VAR
     from labctl.lab.power import State
     from labctl.lab.session import LabSession
     from labctl.sim.lab import SimulatedLab
@@ -176,6 +179,9 @@ def test_ctrl_c_in_a_storm_keeps_the_measurements_and_returns_the_clients_to_s5(
             cpu = [r for r in csv.DictReader(f) if r["metric"] == "cpu_pct"]
         assert cpu, "the samples taken before Ctrl-C are kept"
         assert (run / "report" / "figures.html").exists(), "the report is still built"
+        # this process checks the power states itself, with the simulator's credentials (a fresh
+        # clone has no default secrets file: nothing ran `labctl sim up` there)
+        monkeypatch.setenv(SECRETS_FILE_VAR, str(sim.secrets_file))
         with LabSession(sim.lab, sim.clock) as s:
             states = s.power.state([m.name for m in s.lab.clients])
         assert {n: st.state for n, st in states.items()} == {n: State.OFF for n in states}
