@@ -225,16 +225,24 @@ class SeriesWriter:
                 self._fh = None
 
 
+def _complete_lines(fh: Iterable[str]) -> Iterator[str]:
+    """The lines of a file that end with a newline: a torn last line (the writer died mid-row)
+    is dropped even when it has every column, as its last value may be cut short."""
+    for line in fh:
+        if line.endswith("\n"):
+            yield line
+
+
 def _read_rows(path: Path) -> Iterator[dict[str, str]]:
     try:
         fh = path.open(newline="", encoding="utf-8")
     except FileNotFoundError:
         return
     with fh:
-        reader = csv.DictReader(fh)
+        reader = csv.DictReader(_complete_lines(fh))
         for row in reader:
             if None in row or any(row.get(c) is None for c in SERIES_COLUMNS):
-                continue  # a torn last line
+                continue  # a malformed line
             yield row
 
 

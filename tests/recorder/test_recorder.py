@@ -241,6 +241,15 @@ def test_appends_to_an_existing_run_folder_and_tolerates_a_torn_line(tmp_path: P
     assert read_events(tmp_path)[-1]["kind"] == "recorder.stop"
 
 
+def test_a_torn_last_row_with_every_column_is_not_read_as_a_value(tmp_path: Path) -> None:
+    with Recorder(tmp_path, [], clock=FAST) as rec:
+        rec.record_samples([Sample("a", "e", "m", "u", 10.0, 1.0)])
+    with (tmp_path / "series.csv").open("a") as fh:
+        fh.write(",a,e,m,u,1970-01-01T00:00:11.000Z,11.000,23")  # died while writing 234.5
+    (s,) = read_series(tmp_path)
+    assert s.values == (1.0,) and s.ts == (10.0,)
+
+
 def test_wait_back_to_baseline(tmp_path: Path) -> None:
     clock = LabClock(scale=1000.0)
     rec = Recorder(tmp_path, [], clock=clock, interval_s=1.0)
