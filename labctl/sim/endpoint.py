@@ -39,6 +39,8 @@ class PortInUseError(BadInputError):
             f"{kind} endpoint for {name}: {host}:{port} is already in use "
             f"(another `labctl sim up`? run `labctl sim status`, or free the port: `ss -ltnup | grep {port}`)"
         )
+        self.kind = kind
+        self.name = name
         self.host = host
         self.port = port
 

@@ -445,11 +445,7 @@ class SimulatedLab:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 simd.wait(timeout=5)
             if report.get("error_kind") == "port_in_use":
-                # the endpoint's own message names kind, machine, address and port
-                exc = PortInUseError.__new__(PortInUseError)
-                BadInputError.__init__(exc, report["error"])
-                exc.host, exc.port = report["host"], int(report["port"])
-                raise exc
+                raise PortInUseError(report["kind"], report["name"], report["host"], int(report["port"]))
             raise SimStartError(
                 f"the simulator process failed to start: {report.get('error')} (see {log_path})"
             )

@@ -10,7 +10,7 @@ itself is a separate program (`labctl-vcsim`) that `up` starts next to this one.
 
 Readiness is reported in ``<state_dir>/simd.ready.json``: ``{"state": "ready", endpoints, skipped,
 control, ...}`` once every endpoint listens, or ``{"state": "failed", "error_kind": "port_in_use",
-host, port, ...}`` (exit status 2) / ``{"state": "failed", "error": ...}`` (exit status 1).
+kind, name, host, port, ...}`` (exit status 2) / ``{"state": "failed", "error": ...}`` (exit status 1).
 
 While it runs, a small HTTP control port on 127.0.0.1 (token in the ready file and the state file)
 answers ``GET /status`` (endpoints, twin view of each endpoint's machine, per-endpoint stats such
@@ -373,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
                 "state": "failed",
                 "error_kind": "port_in_use",
                 "error": str(exc),
+                "kind": exc.kind,
+                "name": exc.name,
                 "host": exc.host,
                 "port": exc.port,
             },

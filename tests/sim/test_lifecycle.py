@@ -127,6 +127,13 @@ def _taken(kind: str, lab: Path) -> tuple[socket.socket, str, int]:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.bind((net.broadcast, net.wol_port))
         return s, net.broadcast, net.wol_port
+    if kind == "ssh":
+        client = lab_obj.machine("optiplex-001")
+        assert client.ssh is not None and client.ssh_host is not None
+        s = socket.socket()
+        s.bind((client.ssh_host, client.ssh.port))
+        s.listen()
+        return s, client.ssh_host, client.ssh.port
     url = lab_obj.vcenters["vc-01"].url if kind == "vcenter" else lab_obj.machine("pvs-01").bmc.url  # type: ignore[union-attr]
     host, port = url.split("//")[1].split("/")[0].split(":")
     s = socket.socket()
@@ -135,7 +142,7 @@ def _taken(kind: str, lab: Path) -> tuple[socket.socket, str, int]:
     return s, host, int(port)
 
 
-@pytest.mark.parametrize("kind", ["vcenter", "wol", "redfish"])
+@pytest.mark.parametrize("kind", ["vcenter", "wol", "redfish", "ssh"])
 def test_taken_port_exits_2_naming_it(tmp_path: Path, state_dir: Path, kind: str) -> None:
     lab = make_test_lab(tmp_path, clients=2)
     sock, host, port = _taken(kind, lab)
@@ -143,6 +150,7 @@ def test_taken_port_exits_2_naming_it(tmp_path: Path, state_dir: Path, kind: str
         up = run_cli(state_dir, "up", "--lab", str(lab))
     assert up.returncode == 2, up.stdout + up.stderr
     assert f"{host}:{port} is already in use" in up.stderr
+    assert f"{kind} endpoint for " in up.stderr
     assert not (state_dir / "state.json").exists()
     assert_nothing_left(state_dir, [])
 
@@ -223,12 +231,13 @@ def test_a_port_taken_after_the_check_still_fails_cleanly(
 ) -> None:
     """The simulator process and the vCenter report a taken address themselves (a race with the check)."""
     monkeypatch.setattr(sim_lab_module, "check_ports", lambda lab: None)
-    for kind in ("wol", "vcenter"):
+    for kind in ("wol", "vcenter", "ssh"):
         lab = make_test_lab(tmp_path, clients=1, name=f"{kind}.yaml")
         sd = tmp_path / f"state-{kind}"
         sock, host, port = _taken(kind, lab)
-        with sock, pytest.raises(PortInUseError, match=f"{host}:{port}"):
+        with sock, pytest.raises(PortInUseError, match=f"^{kind} endpoint for .*{host}:{port}") as err:
             SimulatedLab(lab, state_dir=sd).start()
+        assert (err.value.kind, err.value.host, err.value.port) == (kind, host, port)
         assert read_state(sd) is None
         assert_nothing_left(sd, [])
 
