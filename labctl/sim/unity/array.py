@@ -117,6 +117,14 @@ def _select(obj: dict[str, Any], fields: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def _fields(req: Request, all_fields: bool) -> list[str] | None:
+    """The attributes named in ``fields=``; without it only ``id`` ([]), or every one (None)
+    for the types the array answers in full."""
+    if "fields" in req.query:
+        return [f.strip() for f in req.query["fields"].split(",") if f.strip()]
+    return None if all_fields else []
+
+
 def _parse_filter(text: str) -> list[tuple[str, str, Any]]:
     terms = []
     for part in re.split(r"\s+and\s+", text.strip(), flags=re.I):
@@ -274,13 +282,7 @@ class UnityArray(SimHttpsServer):
     def _collection(
         self, req: Request, objects: list[dict[str, Any]], *, all_fields: bool = False
     ) -> dict[str, Any]:
-        fields = (
-            [f.strip() for f in req.query["fields"].split(",") if f.strip()]
-            if "fields" in req.query
-            else None
-        )
-        if fields is None and not all_fields:
-            fields = []
+        fields = _fields(req, all_fields)
         if "filter" in req.query:
             terms = _parse_filter(req.query["filter"])
             objects = [o for o in objects if _matches(o, terms)]
@@ -320,13 +322,7 @@ class UnityArray(SimHttpsServer):
     def _instance(
         self, req: Request, type_name: str, obj: dict[str, Any], *, all_fields: bool = False
     ) -> dict[str, Any]:
-        fields = (
-            [f.strip() for f in req.query["fields"].split(",") if f.strip()]
-            if "fields" in req.query
-            else None
-        )
-        if fields is None and not all_fields:
-            fields = []
+        fields = _fields(req, all_fields)
         content = _select(obj, fields)
         if req.query.get("compact", "").lower() == "true":
             return {"content": content}
