@@ -182,19 +182,44 @@ def _fmt_value(v: float) -> str:
     return repr(float(v))
 
 
-class SeriesWriter:
-    """Appends samples to ``series.csv``; writes the header when the file is new or empty."""
+class _Appender:
+    """An append-only text file written whole batches at a time, each flushed at once (so a
+    crash loses at most the batch being written); writes after :meth:`close` are dropped."""
 
     def __init__(self, path: Path):
         self.path = path
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
-        new = not path.exists() or path.stat().st_size == 0
         self._fh: io.TextIOWrapper | None = path.open("a", newline="", encoding="utf-8")
-        self._csv = csv.writer(self._fh, lineterminator="\n")
-        if new:
-            self._csv.writerow(SERIES_COLUMNS)
+
+    def _append(self, text: str) -> bool:
+        with self._lock:
+            if self._fh is None:
+                return False
+            self._fh.write(text)
             self._fh.flush()
+            return True
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()  # flushes
+                self._fh = None
+
+
+def _csv_text(rows: Iterable[Sequence[str]]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    return buf.getvalue()
+
+
+class SeriesWriter(_Appender):
+    """Appends samples to ``series.csv``; writes the header when the file is new or empty."""
+
+    def __init__(self, path: Path):
+        super().__init__(path)
+        if path.stat().st_size == 0:
+            self._append(_csv_text([SERIES_COLUMNS]))
 
     def write(self, cell: str, samples: Iterable[Sample]) -> int:
         rows = [
@@ -210,19 +235,7 @@ class SeriesWriter:
             )
             for s in samples
         ]
-        with self._lock:
-            if self._fh is None or not rows:
-                return 0
-            self._csv.writerows(rows)
-            self._fh.flush()
-        return len(rows)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._fh is not None:
-                self._fh.flush()
-                self._fh.close()
-                self._fh = None
+        return len(rows) if rows and self._append(_csv_text(rows)) else 0
 
 
 def _complete_lines(fh: Iterable[str]) -> Iterator[str]:
@@ -303,29 +316,12 @@ def event_record(event: Event, cell: str) -> dict[str, Any]:
     }
 
 
-class EventWriter:
+class EventWriter(_Appender):
     """Appends events to ``events.jsonl``, one JSON object a line."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._lock = threading.Lock()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh: io.TextIOWrapper | None = path.open("a", encoding="utf-8")
 
     def write(self, records: Sequence[dict[str, Any]]) -> int:
         lines = "".join(json.dumps(r, default=str, ensure_ascii=False) + "\n" for r in records)
-        with self._lock:
-            if self._fh is None or not records:
-                return 0
-            self._fh.write(lines)
-            self._fh.flush()
-        return len(records)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._fh is not None:
-                self._fh.close()
-                self._fh = None
+        return len(records) if records and self._append(lines) else 0
 
 
 def read_events(run: Any, *, cell: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
