@@ -142,6 +142,19 @@ def _answers(session: LabSession, m: Machine) -> tuple[bool, str]:
     return res.ok, "" if res.ok else f"hostname exited {res.exit_status}"
 
 
+def _check_ssh(t: _Tracker, m: Machine, up_detail: str, down_detail: Callable[[str], str]) -> None:
+    """Ask ``m`` over SSH and record the verdict: up, down (``down_detail(why)``) or an error."""
+    try:
+        ok, why = _answers(t.s, m)
+    except EndpointError as exc:
+        t.error(m, str(exc))
+        return
+    if ok:
+        t.up(m, detail=up_detail)
+    else:
+        t.down(m, down_detail(why))
+
+
 def _watch_clients(t: _Tracker, clients: list[Machine], deadline: float) -> None:
     s = t.s
     use_pvs = bool(s.streaming_servers)
@@ -180,15 +193,7 @@ def _watch_clients(t: _Tracker, clients: list[Machine], deadline: float) -> None
         if ssh_check:
 
             def probe(m: Machine) -> None:
-                try:
-                    ok, why = _answers(s, m)
-                except EndpointError as exc:
-                    t.error(m, str(exc))
-                    return
-                if ok:
-                    t.up(m, detail="answers over SSH")
-                else:
-                    t.down(m, why or "no SSH answer")
+                _check_ssh(t, m, "answers over SSH", lambda why: why or "no SSH answer")
 
             with ThreadPoolExecutor(max_workers=min(64, len(ssh_check))) as pool:
                 list(pool.map(probe, ssh_check))
@@ -211,15 +216,9 @@ def _watch_servers(t: _Tracker, servers: list[Machine], deadline: float) -> None
         if m.ssh is None:
             t.up(m, detail="PowerState On")
             return
-        try:
-            ok, why = _answers(s, m)
-        except EndpointError as exc:
-            t.error(m, str(exc))
-            return
-        if ok:
-            t.up(m, detail="PowerState On, answers over SSH")
-        else:
-            t.down(m, f"PowerState On, OS not answering: {why}")
+        _check_ssh(
+            t, m, "PowerState On, answers over SSH", lambda why: f"PowerState On, OS not answering: {why}"
+        )
 
     while True:
         pending = [m for m in t.pending() if m in servers]
