@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import difflib
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from labctl.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInputError, InventoryError, LabctlError
 from labctl.inventory.load import display_path
 from labctl.inventory.model import Group, Lab
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 lab_option = click.option(
     "--lab",
@@ -32,6 +35,26 @@ config_option = click.option(
     envvar="LABCTL_CONFIG",
     help="Configuration of the lab, e.g. standalone or ha (default: the file's default; env LABCTL_CONFIG).",
 )
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+RESULTS_ENV = "LABCTL_RESULTS"  # the same variable the pytest plugin reads for --results-dir
+
+
+def results_dir_option(what: str) -> Callable[[F], F]:
+    """``--results-dir`` (env LABCTL_RESULTS): one default for the commands that write runs and
+    those that read them, so `labctl report` finds what `labctl run` wrote."""
+    return click.option(
+        "--results-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        envvar=RESULTS_ENV,
+        help=f"{what} (env {RESULTS_ENV}; default: results/ in the project).",
+    )
+
+
+def resolve_results_dir(given: Path | None) -> Path:
+    """The results folder: ``--results-dir`` or $LABCTL_RESULTS if given, else the project's."""
+    return given or PROJECT_ROOT / "results"
 
 
 def run_cli(group: click.Group, args: list[str] | None = None) -> int:

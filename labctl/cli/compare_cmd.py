@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
+from labctl.cli.common import resolve_results_dir, results_dir_option
 from labctl.errors import EXIT_FAILED, EXIT_OK
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 @click.command(short_help="Compare a run with a baseline run; exit 1 if anything regressed.")
 @click.argument("run")
 @click.argument("baseline")
-@click.option(
-    "--results-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where run folders are (env LABCTL_RESULTS; default: results/).",
-)
+@results_dir_option("Where run folders are")
 @click.option("--all", "all_rows", is_flag=True, help="Show every quantity, not only what changed.")
 def compare(run: str, baseline: str, results_dir: Path | None, all_rows: bool) -> int:
     """Compare RUN with BASELINE cell by cell (boot time, retries, CPU, NIC, disk queue, copy time,
@@ -35,7 +28,7 @@ def compare(run: str, baseline: str, results_dir: Path | None, all_rows: bool) -
     from labctl.report.build import resolve_run
     from labctl.report.compare import compare_runs
 
-    results = results_dir or Path(os.environ.get("LABCTL_RESULTS") or PROJECT_ROOT / "results")
+    results = resolve_results_dir(results_dir)
     run_dir, base_dir = resolve_run(run, results), resolve_run(baseline, results)
     result = compare_runs(run_dir, base_dir)
     click.echo(result.text(all_rows))

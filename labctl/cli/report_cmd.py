@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-RESULTS_ENV = "LABCTL_RESULTS"
+from labctl.cli.common import resolve_results_dir, results_dir_option
 
 
 @click.command(short_help="Build the HTML report of a run (default: the latest run in results/).")
 @click.argument("run", required=False)
-@click.option(
-    "--results-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help=f"Where run folders are (env {RESULTS_ENV}; default: results/ in the project).",
-)
+@results_dir_option("Where run folders are")
 @click.option("--history/--no-history", default=True, help="Keep Allure history across runs (trends).")
 @click.option("--open", "open_", is_flag=True, help="Open the report in the default browser afterwards.")
 def report(run: str | None, results_dir: Path | None, history: bool, open_: bool) -> int:
@@ -34,8 +27,7 @@ def report(run: str | None, results_dir: Path | None, history: bool, open_: bool
     """
     from labctl.report.build import build_report, resolve_run
 
-    results = results_dir or Path(os.environ.get(RESULTS_ENV) or PROJECT_ROOT / "results")
-    run_dir = resolve_run(run, results)
+    run_dir = resolve_run(run, resolve_results_dir(results_dir))
     built = build_report(run_dir, history=history)  # history next to the run: <results>/allure-history.jsonl
     click.echo(f"run:     {run_dir}")
     for line in built.lines():

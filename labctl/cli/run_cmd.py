@@ -7,10 +7,9 @@ from pathlib import Path
 
 import click
 
-from labctl.cli.common import config_option, lab_option
+from labctl.cli.common import PROJECT_ROOT, config_option, lab_option, resolve_results_dir, results_dir_option
 from labctl.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BadInputError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PLANS_DIR = PROJECT_ROOT / "testplans"
 
 # plan name -> test module; "2007" runs the whole 2007 set
@@ -42,9 +41,8 @@ def _pytest_exit_to_labctl(code: int) -> int:
         pytest.ExitCode.OK: EXIT_OK,
         pytest.ExitCode.TESTS_FAILED: EXIT_FAILED,
         pytest.ExitCode.INTERRUPTED: EXIT_INTERRUPTED,
-        pytest.ExitCode.USAGE_ERROR: EXIT_BAD_INPUT,
+        pytest.ExitCode.USAGE_ERROR: EXIT_BAD_INPUT,  # also a bad inventory or plan file
         pytest.ExitCode.NO_TESTS_COLLECTED: EXIT_BAD_INPUT,
-        4: EXIT_BAD_INPUT,  # a bad inventory stops the session as a usage error
     }
     return mapping.get(int(code), EXIT_FAILED)
 
@@ -58,12 +56,7 @@ def _pytest_exit_to_labctl(code: int) -> int:
 @config_option
 @click.option("--profile", default=None, help="Parameter profile of the plan, e.g. quick or full.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Override a plan parameter.")
-@click.option(
-    "--results-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where run folders go (default: results/).",
-)
+@results_dir_option("Where run folders go")
 @click.option("--report/--no-report", default=True, help="Build the Allure and figures report afterwards.")
 @click.pass_context
 def run(
@@ -91,7 +84,7 @@ def run(
     import pytest
 
     files = plan_files(plan)
-    results = (results_dir or PROJECT_ROOT / "results").resolve()
+    results = resolve_results_dir(results_dir).resolve()
     args = [str(f) for f in files]
     # plan cells have their own lab-time deadlines; the test suite's wall-clock timeout is not for them
     args += ["-p", "no:cacheprovider", "-o", "timeout=0", "--results-dir", str(results)]
