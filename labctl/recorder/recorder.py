@@ -307,11 +307,6 @@ class Recorder:
             _, count = self._errors.pop(src.name)
             self.record("source.recovered", src.name, failed_reads=count)
 
-    def _write(self, batch: list[Sample]) -> int:
-        if self._stop.is_set() and self._closed:
-            return 0
-        return self.record_samples(batch)
-
     def _poll(self, src: MetricSource) -> int:
         written = 0
         try:
@@ -319,7 +314,7 @@ class Recorder:
             if _is_stream(got):
                 written = self._consume(src, got)  # type: ignore[arg-type]
             else:
-                written = self._write([s for s in got if isinstance(s, Sample)])
+                written = self.record_samples([s for s in got if isinstance(s, Sample)])
         except Exception as exc:
             self._note_error(src, exc)
             return written
@@ -336,16 +331,16 @@ class Recorder:
                 if not batch:
                     continue
                 if pending and batch[0].source_ts != pending[-1].source_ts:
-                    written += self._write(pending)
+                    written += self.record_samples(pending)
                     pending = []
                 pending.extend(batch)
                 if not isinstance(item, Sample):  # the source handed a whole row
-                    written += self._write(pending)
+                    written += self.record_samples(pending)
                     pending = []
                 if self._stop.is_set():
                     break
         finally:
-            written += self._write(pending)
+            written += self.record_samples(pending)
             close = getattr(stream, "close", None)
             if callable(close):
                 with contextlib.suppress(Exception):
