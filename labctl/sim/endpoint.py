@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +45,27 @@ class PortInUseError(BadInputError):
         self.name = name
         self.host = host
         self.port = port
+
+
+def check_address_free(kind: str, name: str, host: str, port: int, *, udp: bool = False) -> None:
+    """Bind ``host:port`` for a moment: PortInUseError if something holds it, BadInputError if
+    ``host`` is no address of this machine."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM if udp else socket.SOCK_STREAM)
+    try:
+        if not udp:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUseError(kind, name, host, port) from None
+        if exc.errno == errno.EADDRNOTAVAIL:
+            raise BadInputError(
+                f"{kind} endpoint for {name}: {host} is not an address of this machine "
+                "(the simulated lab listens on loopback: give it a 127.x.y.z address in the lab file)"
+            ) from None
+        raise
+    finally:
+        sock.close()
 
 
 @dataclass

@@ -15,7 +15,6 @@ records them for `status` and `down`. ``SimulatedLab.attach()`` finds a running 
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import socket
@@ -38,7 +37,7 @@ from labctl.inventory.credentials import SECRETS_FILE_VAR
 from labctl.inventory.faults import FaultSpec
 from labctl.inventory.load import default_lab_file, load_lab
 from labctl.inventory.model import Lab
-from labctl.sim.endpoint import EndpointInfo, PortInUseError
+from labctl.sim.endpoint import EndpointInfo, PortInUseError, check_address_free
 from labctl.sim.faults import parse_fault_option
 from labctl.sim.secrets import sim_secrets
 from labctl.sim.state import (
@@ -142,22 +141,7 @@ def _module_exists(name: str) -> bool:
 def check_ports(lab: Lab) -> None:
     """Raise PortInUseError naming the first address the lab needs that something else holds."""
     for kind, name, host, port, proto in _expected_ports(lab):
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM if proto == "udp" else socket.SOCK_STREAM)
-        try:
-            if proto != "udp":
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, port))
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise PortInUseError(kind, name, host, port) from None
-            if exc.errno == errno.EADDRNOTAVAIL:
-                raise BadInputError(
-                    f"{kind} endpoint for {name}: {host} is not an address of this machine "
-                    "(the simulated lab listens on loopback: give it a 127.x.y.z address in the lab file)"
-                ) from None
-            raise
-        finally:
-            sock.close()
+        check_address_free(kind, name, host, port, udp=proto == "udp")
 
 
 def tcp_answers(host: str, port: int, timeout_s: float = HEALTH_TIMEOUT_S) -> str:

@@ -42,7 +42,7 @@ from asyncssh.packet import UInt32
 
 from labctl.inventory.faults import FaultKind
 from labctl.inventory.model import Machine
-from labctl.sim.endpoint import EndpointInfo, PortInUseError, SimContext
+from labctl.sim.endpoint import EndpointInfo, PortInUseError, SimContext, check_address_free
 from labctl.sim.ssh.dispatch import run_line
 from labctl.sim.ssh.files import FileStore
 from labctl.sim.ssh.hostkeys import load_or_create_host_keys, write_known_hosts
@@ -453,7 +453,8 @@ class SshManager:
         if self.os_up(ep.machine.name):
             await self._listen(ep, raise_in_use=True)
         else:
-            _check_port_free(ep)  # a box that is off does not listen, but its address must be free
+            # a box that is off does not listen, but its address must be free
+            check_address_free("ssh", ep.machine.name, ep.info.host, ep.info.port)
         if self._watcher is None or self._watcher.done():
             self._watcher = asyncio.get_running_loop().create_task(self._watch())
 
@@ -542,19 +543,6 @@ class SshManager:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
         conn.abort()
-
-
-def _check_port_free(ep: SshEndpoint) -> None:
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind((ep.info.host, ep.info.port))
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            raise PortInUseError("ssh", ep.machine.name, ep.info.host, ep.info.port) from None
-        raise
-    finally:
-        s.close()
 
 
 def build_endpoints(ctx: SimContext) -> list[SshEndpoint]:
