@@ -55,9 +55,17 @@ def resolve_credential(ref: str, endpoint: str) -> str:
             )
         try:
             data = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
+        except OSError as exc:
             raise MissingCredentialError(
                 ref, endpoint, f"cannot read {SECRETS_FILE_VAR}={path}: {exc}"
+            ) from None
+        except yaml.YAMLError as exc:
+            # not str(exc): PyYAML quotes the offending line, and in this file that line is a secret
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or "not valid YAML"
+            raise MissingCredentialError(
+                ref, endpoint, f"cannot read {SECRETS_FILE_VAR}={path}: YAML syntax error{where}: {problem}"
             ) from None
         if not isinstance(data, dict) or name not in data:
             raise MissingCredentialError(ref, endpoint, f"add {name}: to {path}")

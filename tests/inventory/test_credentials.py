@@ -77,6 +77,20 @@ def test_unreadable_secrets_file_is_named(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert str(secrets) in str(err.value)
 
 
+def test_yaml_error_in_the_secrets_file_names_the_line_but_never_quotes_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    secrets = tmp_path / "secrets.yaml"
+    secrets.write_text("a: fine\nbmc.password: Hunter2: oops\n")
+    monkeypatch.setenv(credentials.SECRETS_FILE_VAR, str(secrets))
+    with pytest.raises(MissingCredentialError) as err:
+        resolve_credential("secret:a", "pvs-01 BMC")
+    message = str(err.value)
+    assert "Hunter2" not in message
+    assert "\n" not in message  # one line, as every error labctl prints
+    assert str(secrets) in message and "line 2" in message
+
+
 def test_lab_credential_refs_lists_every_password_reference_once() -> None:
     lab = load_lab(EXAMPLE, "ha")
     assert set(lab_credential_refs(lab)) == {
