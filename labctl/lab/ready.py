@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from labctl.drivers.ssh import SshError
-from labctl.errors import EndpointError
+from labctl.errors import EndpointError, EndpointTimeout
 from labctl.inventory.model import Machine, MachineKind
 from labctl.lab.session import LabSession, kinds
 
@@ -135,10 +135,8 @@ def _answers(session: LabSession, m: Machine) -> tuple[bool, str]:
             raise
         session.ssh.forget(session.ssh_target(m))
         return False, exc.reason
-    except EndpointError as exc:
-        if "timed out" in exc.reason or "within" in exc.reason:
-            return False, exc.reason
-        raise
+    except EndpointTimeout as exc:  # no answer in time: not up yet
+        return False, exc.reason
     return res.ok, "" if res.ok else f"hostname exited {res.exit_status}"
 
 
