@@ -209,25 +209,22 @@ def stop_processes(
     """
     children = children or {}
     live = [p for p in procs if is_running(p)]
-    for p in live:
-        _signal(p, signal.SIGTERM)
-    deadline = time.monotonic() + term_timeout_s
+    for sig, timeout_s in ((signal.SIGTERM, term_timeout_s), (signal.SIGKILL, kill_timeout_s)):
+        for p in live:
+            _signal(p, sig)
+        live = _wait_gone(live, timeout_s, children)
+    return live
+
+
+def _wait_gone(
+    live: list[ProcessRecord], timeout_s: float, children: Mapping[int, subprocess.Popen[bytes]]
+) -> list[ProcessRecord]:
+    """Those of ``live`` still running after ``timeout_s`` (reaping our own children meanwhile)."""
+    deadline = time.monotonic() + timeout_s
     while live and time.monotonic() < deadline:
-        _reap(children)
-        live = [p for p in live if is_running(p)]
-        if live:
-            time.sleep(0.05)
-    for p in live:
-        _signal(p, signal.SIGKILL)
-    deadline = time.monotonic() + kill_timeout_s
-    while live and time.monotonic() < deadline:
-        _reap(children)
+        for child in children.values():
+            child.poll()
         live = [p for p in live if is_running(p)]
         if live:
             time.sleep(0.05)
     return live
-
-
-def _reap(children: Mapping[int, subprocess.Popen[bytes]]) -> None:
-    for child in children.values():
-        child.poll()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import stat
@@ -180,6 +181,40 @@ def test_bad_fault_option_is_bad_input(tmp_path: Path, state_dir: Path) -> None:
     assert up.returncode == 2
     assert "unknown fault kind 'melts'" in up.stderr
     assert_nothing_left(state_dir, [])
+
+
+# --- stopping by pid -----------------------------------------------------------------------------
+
+
+def _stubborn_child(marker: str) -> subprocess.Popen[bytes]:
+    """A process in its own session that ignores SIGTERM, with ``marker`` on its command line."""
+    code = "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, marker], stdout=subprocess.PIPE, start_new_session=True
+    )
+    ready, _, _ = select.select([proc.stdout], [], [], 10)
+    assert ready and proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+    return proc
+
+
+def test_stop_processes_kills_what_ignores_sigterm_and_spares_a_reused_pid(tmp_path: Path) -> None:
+    marker = str(tmp_path / "state")
+    proc = _stubborn_child(marker)
+    try:
+        # a record whose marker is not on the pid's command line: a recycled pid, never signalled
+        assert stop_processes([ProcessRecord("simd", proc.pid, marker + "-other")], term_timeout_s=0.2) == []
+        assert proc.poll() is None
+        t0 = time.monotonic()
+        left = stop_processes(
+            [ProcessRecord("simd", proc.pid, marker)], term_timeout_s=0.3, children={proc.pid: proc}
+        )
+        assert left == []
+        assert proc.returncode == -signal.SIGKILL  # SIGTERM was ignored; SIGKILL followed, reaped
+        assert time.monotonic() - t0 < 3
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=5)
 
 
 # --- the Python API ------------------------------------------------------------------------------
