@@ -130,7 +130,22 @@ def test_usage_errors_exit_2(labctl: Run, args: list[str]) -> None:
     assert code == 2 and "Error:" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("args", [[], ["inventory"], ["inventory", "validate"], ["inventory", "show"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["inventory"],
+        ["inventory", "validate"],
+        ["inventory", "show"],
+        ["run"],
+        ["report"],
+        ["compare"],
+        ["check"],
+        ["power"],
+        ["sim"],
+        ["sim", "calibrate"],
+    ],
+)
 def test_help_says_what_the_command_does_with_an_example(labctl: Run, args: list[str]) -> None:
     code, out, _ = labctl(*args, "--help")
     assert code == 0

@@ -147,6 +147,7 @@ def _register(action: Action, help_text: str) -> None:
         type=click.FloatRange(min=0),
         default=None,
         metavar="LAB_SECONDS",
+        hidden=action is Action.OFF,  # nothing to wait for: an off machine is never "ready"
         help="After the action, wait up to this many lab seconds for each machine to be ready.",
     )
     @click.option(

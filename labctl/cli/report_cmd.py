@@ -24,6 +24,11 @@ def report(run: str | None, results_dir: Path | None, history: bool, open_: bool
                            CPU / memory / NIC / disk queue over time per group size
     Allure history (trends across runs) goes to <results>/allure-history.jsonl.
     Reads the run folder only; never talks to the lab.
+
+    \b
+    Examples:
+      labctl report                                      # the latest run in results/
+      labctl report 20261121-020000-boot_storm-a1b2 --open
     """
     from labctl.report.build import build_report, resolve_run
 

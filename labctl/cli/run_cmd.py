@@ -55,7 +55,13 @@ def _pytest_exit_to_labctl(code: int) -> int:
 @lab_option
 @config_option
 @click.option("--profile", default=None, help="Parameter profile of the plan, e.g. quick or full.")
-@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Override a plan parameter.")
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a plan parameter (repeatable), e.g. window_s=200.",
+)
 @results_dir_option("Where run folders go")
 @click.option("--report/--no-report", default=True, help="Build the Allure and figures report afterwards.")
 @click.pass_context
