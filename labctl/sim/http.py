@@ -11,7 +11,10 @@ the lab twin, the fault book and the lab clock through ``self.ctx``.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import errno
+import hmac
 import json
 import logging
 import socket
@@ -66,6 +69,18 @@ class Request:
                 continue
         return {k: m.value for k, m in jar.items()}
 
+    def basic_auth(self) -> tuple[str, str] | None:
+        """(user, password) of an ``Authorization: Basic`` header; None without one, or when it
+        does not decode."""
+        scheme, _, value = (self.header("Authorization") or "").partition(" ")
+        if scheme.lower() != "basic" or not value:
+            return None
+        try:
+            user, _, password = base64.b64decode(value.strip(), validate=True).decode("utf-8").partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        return user, password
+
     def json(self) -> Any:
         """The body as JSON; raises :class:`ValueError` when it is not."""
         if not self.body:
@@ -83,6 +98,13 @@ class Response:
     def header(self, name: str, value: str) -> Response:
         self.headers.append((name, value))
         return self
+
+
+def credentials_match(user: str, password: str, want_user: str, want_password: str) -> bool:
+    """Both compared in constant time, neither comparison skipped when the other fails."""
+    ok_user = hmac.compare_digest(user.encode(), want_user.encode())
+    ok_pw = hmac.compare_digest(password.encode(), want_password.encode())
+    return ok_user and ok_pw
 
 
 def json_response(

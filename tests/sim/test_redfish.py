@@ -173,6 +173,13 @@ def test_basic_auth_works_without_a_session(tmp_path: Path) -> None:
         r = c.get(SYSTEM)
         assert r.status == 200 and r.dict["Id"] == "System.Embedded.1"
         assert bmcs["pvs-01"].active_sessions() == 0
+        # the right password under another user name, or a header that does not decode, is refused
+        ca = str(ctx.state_dir / "ca.pem")
+        url = bmcs["pvs-01"].base_url + SYSTEM
+        other_user = requests.get(url, auth=("admin", PASSWORD), verify=ca, timeout=TIMEOUT)
+        assert other_user.status_code == 401
+        garbled = requests.get(url, headers={"Authorization": "Basic !!!"}, verify=ca, timeout=TIMEOUT)
+        assert garbled.status_code == 401
 
 
 @pytest.mark.parametrize("auth", ["session", "basic"])

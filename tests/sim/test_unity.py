@@ -167,6 +167,14 @@ def test_login_sets_the_cookie_and_every_get_the_csrf_token(tmp_path: Path) -> N
         assert array.active_sessions() == 1
         bad = Client(ctx, array, password="nope")
         assert_error_shape(bad.get("/api/types/loginSessionInfo/instances"), 401)
+        other_user = Client(ctx, array)
+        other_user.s.auth = ("root", PASSWORD)
+        assert_error_shape(other_user.get("/api/types/loginSessionInfo/instances"), 401)
+        garbled = Client(ctx, array)
+        garbled.s.auth = None
+        garbled.s.headers["Authorization"] = "Basic !!!"
+        assert_error_shape(garbled.get("/api/types/loginSessionInfo/instances"), 401)
+        assert array.active_sessions() == 1
         nobody = Client(ctx, array)
         nobody.s.auth = None
         assert_error_shape(nobody.get("/api/types/lun/instances"), 401)

@@ -8,8 +8,6 @@ at once; the state changes when the twin says the action has completed, whether 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import hmac
 import logging
@@ -24,7 +22,15 @@ from labctl.errors import MissingCredentialError
 from labctl.inventory.faults import FaultKind
 from labctl.inventory.model import BmcEndpoint, Machine
 from labctl.sim.endpoint import SimContext
-from labctl.sim.http import Request, Response, SimHttpsServer, empty_response, json_response, parse_host_port
+from labctl.sim.http import (
+    Request,
+    Response,
+    SimHttpsServer,
+    credentials_match,
+    empty_response,
+    json_response,
+    parse_host_port,
+)
 from labctl.sim.redfish import messages as msg
 from labctl.sim.redfish.metadata import metadata_xml, odata_context, odata_service_document, odata_type
 from labctl.sim.twin.interface import PowerAction, PowerState
@@ -211,12 +217,8 @@ class IdracService(SimHttpsServer):
         return self.ctx.clock.now()
 
     # --- authentication --------------------------------------------------------------------------
-    def _check_password(self, user: str | None, password: str | None) -> bool:
-        if user is None or password is None:
-            return False
-        ok_user = hmac.compare_digest(user.encode(), self._user.encode())
-        ok_pw = hmac.compare_digest(password.encode(), self._password.encode())
-        return ok_user and ok_pw
+    def _check_password(self, user: str, password: str) -> bool:
+        return credentials_match(user, password, self._user, self._password)
 
     def _expire_sessions(self, now: float) -> None:
         for sid in [
@@ -236,17 +238,8 @@ class IdracService(SimHttpsServer):
                         s.last_used_lab_s = now
                         return s
             return False
-        auth = req.header("Authorization") or ""
-        scheme, _, value = auth.partition(" ")
-        if scheme.lower() == "basic" and value:
-            try:
-                user, _, password = (
-                    base64.b64decode(value.strip(), validate=True).decode("utf-8").partition(":")
-                )
-            except (binascii.Error, UnicodeDecodeError):
-                return False
-            return self._check_password(user, password)
-        return False
+        basic = req.basic_auth()
+        return basic is not None and self._check_password(*basic)
 
     def _unauthorized(self, req: Request) -> Response:
         body = (

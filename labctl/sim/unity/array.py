@@ -18,8 +18,6 @@ when 0); the first request after that answers 401 and clears the cookie; a new l
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import hmac
 import itertools
@@ -36,7 +34,15 @@ from labctl.errors import MissingCredentialError
 from labctl.inventory.faults import FaultKind
 from labctl.inventory.model import StorageArray
 from labctl.sim.endpoint import SimContext
-from labctl.sim.http import Request, Response, SimHttpsServer, empty_response, json_response, parse_host_port
+from labctl.sim.http import (
+    Request,
+    Response,
+    SimHttpsServer,
+    credentials_match,
+    empty_response,
+    json_response,
+    parse_host_port,
+)
 from labctl.sim.twin.interface import LunCounters
 from labctl.sim.unity import catalog as cat
 from labctl.sim.unity.catalog import error_body, unity_time
@@ -340,20 +346,6 @@ class UnityArray(SimHttpsServer):
             return None
         return spec.after_s or DEFAULT_TOKEN_LIFETIME_S
 
-    def _basic_ok(self, req: Request) -> bool | None:
-        """True/False for good/bad basic credentials, None when there are none."""
-        auth = req.header("Authorization") or ""
-        scheme, _, value = auth.partition(" ")
-        if scheme.lower() != "basic" or not value:
-            return None
-        try:
-            user, _, password = base64.b64decode(value.strip(), validate=True).decode("utf-8").partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return False
-        return hmac.compare_digest(user.encode(), self._user.encode()) and hmac.compare_digest(
-            password.encode(), self._password.encode()
-        )
-
     def _clear_cookie(self) -> tuple[str, str]:
         return ("Set-Cookie", f"{COOKIE}=; Path=/; Max-Age=0; Secure; HttpOnly")
 
@@ -379,8 +371,8 @@ class UnityArray(SimHttpsServer):
                     )
                 s.last_used_lab_s = now
                 return s, None, False
-        ok = self._basic_ok(req)
-        if not ok:
+        basic = req.basic_auth()
+        if basic is None or not credentials_match(*basic, self._user, self._password):
             return (
                 None,
                 self._error(
