@@ -213,7 +213,6 @@ class Power:
         force: bool,
         done: Callable[[PowerOutcome, float | None], None],
     ) -> None:
-        clock = self.s.clock
         if action is Action.ON:
             targets = []
             for m in machines:
@@ -238,16 +237,13 @@ class Power:
                     )
                 else:
                     wall = dispatch.first_sent.get(t.name)
-                    lab_ts = (
-                        clock.anchor_wall_s + (wall - clock.anchor_wall_s) * clock.scale if wall else None
-                    )
                     done(
                         PowerOutcome(
                             t.name,
                             "client",
                             True,
                             f"magic packet x{self.s.wol.repeat}",
-                            dispatched_lab=lab_ts,
+                            dispatched_lab=self._lab(wall) if wall else None,
                         ),
                         wall,
                     )
