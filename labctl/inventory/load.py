@@ -63,8 +63,21 @@ def default_lab_file() -> Path:
 # --- YAML with line numbers -----------------------------------------------------------------------
 
 
-def _line_map(node: yaml.Node, loc: Loc, out: dict[Loc, int], dup_keys: list[tuple[Loc, int, int]]) -> None:
-    """Record the 1-based line of every item; note mapping keys written twice (YAML keeps the last)."""
+def _line_map(
+    node: yaml.Node,
+    loc: Loc,
+    out: dict[Loc, int],
+    dup_keys: list[tuple[Loc, int, int]],
+    inside: frozenset[int] = frozenset(),
+) -> None:
+    """Record the 1-based line of every item; note mapping keys written twice (YAML keeps the last).
+
+    An alias (``*name``) is the very node of its anchor, so an anchor can contain itself: ``inside``
+    holds the nodes being walked, and the walk stops where one would repeat.
+    """
+    if id(node) in inside:
+        return
+    inside = inside | {id(node)}
     out[loc] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         first_line: dict[Any, int] = {}
@@ -74,12 +87,12 @@ def _line_map(node: yaml.Node, loc: Loc, out: dict[Loc, int], dup_keys: list[tup
             if isinstance(key, str) and key in first_line:
                 dup_keys.append(((*loc, key), line, first_line[key]))
             first_line.setdefault(key, line)
-            _line_map(value_node, (*loc, key), out, dup_keys)
+            _line_map(value_node, (*loc, key), out, dup_keys, inside)
             # an error about a key's value points at the key's line, not at the value's first child
             out[(*loc, key)] = line
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _line_map(item, (*loc, i), out, dup_keys)
+            _line_map(item, (*loc, i), out, dup_keys, inside)
 
 
 def _line_of(lines: dict[Loc, int], loc: Loc) -> int | None:

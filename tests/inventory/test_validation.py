@@ -403,3 +403,13 @@ def test_group_of_another_configuration_is_not_empty_by_mistake(validate: Valida
     # nas-01 only exists in the HA configuration: in standalone the group has no members, which is fine
     code, lines, _ = validate(edit("  first-10: {", "  nas: {members: [nas-01]}\n  first-10: {"))
     assert code == 0, lines
+
+
+def test_anchor_that_contains_itself_is_a_problem_not_a_traceback(validate: Validate) -> None:
+    text = edit("  seed: 2007\n", "  seed: 2007\n  extra: &loop [*loop]\n")
+    code, lines, path = validate(text)
+    assert code == 2 and len(lines) == 1
+    m = LINE.match(lines[0])
+    assert m, f"not file:line: item: what (fix): {lines[0]!r}"
+    assert m["file"] == path and int(m["line"]) == line_no(text, "extra: &loop")
+    assert m["path"] == "lab.extra" and "unknown key 'extra'" in lines[0]
