@@ -21,6 +21,8 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
     from labctl.criteria.evaluate import CriterionResult
     from labctl.recorder.series import Series
 
@@ -88,6 +90,25 @@ class Line:
     hi: Sequence[float] | None = None
 
 
+def _no_data(ax: Axes) -> None:
+    ax.text(0.5, 0.5, "no data recorded", ha="center", va="center", transform=ax.transAxes, color="#777")
+
+
+def _note(ax: Axes, note: str) -> None:
+    """A small note in the lower left corner of the figure (where the data came from)."""
+    if note:
+        ax.annotate(
+            note,
+            (0, 0),
+            xycoords="figure fraction",
+            xytext=(4, 2),
+            textcoords="offset points",
+            fontsize=7,
+            color="#666",
+            va="bottom",
+        )
+
+
 def over_time(
     title: str,
     lines: Sequence[Line],
@@ -122,18 +143,8 @@ def over_time(
             ncols=1 if len(lines) + len(limits) <= 12 else 2,
         )
     else:
-        ax.text(0.5, 0.5, "no data recorded", ha="center", va="center", transform=ax.transAxes, color="#777")
-    if note:
-        ax.annotate(
-            note,
-            (0, 0),
-            xycoords="figure fraction",
-            xytext=(4, 2),
-            textcoords="offset points",
-            fontsize=7,
-            color="#666",
-            va="bottom",
-        )
+        _no_data(ax)
+    _note(ax, note)
     return fig
 
 
@@ -182,18 +193,8 @@ def versus(
     if any(ln.label for ln in lines):
         ax.legend(loc="upper left")
     if not lines:
-        ax.text(0.5, 0.5, "no data recorded", ha="center", va="center", transform=ax.transAxes, color="#777")
-    if note:
-        ax.annotate(
-            note,
-            (0, 0),
-            xycoords="figure fraction",
-            xytext=(4, 2),
-            textcoords="offset points",
-            fontsize=7,
-            color="#666",
-            va="bottom",
-        )
+        _no_data(ax)
+    _note(ax, note)
     return fig
 
 

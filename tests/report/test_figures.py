@@ -101,3 +101,16 @@ def test_empty_run_says_why(tmp_path: Path) -> None:
     (tmp_path / "r").mkdir()
     page = figures_html(tmp_path / "r")
     assert "No figures" in page and "<svg" not in page
+
+
+def test_an_empty_chart_says_so_and_keeps_its_note() -> None:
+    from labctl.report import charts
+
+    for fig in (
+        charts.over_time("CPU", [], ylabel="%", note="run 20261121-boot_storm"),
+        charts.versus("Boot time", [], xlabel="clients", ylabel="s", note="run 20261121-boot_storm"),
+    ):
+        text = charts.svg(fig)
+        assert "no data recorded" in text and "run 20261121-boot_storm" in text
+    drawn = charts.svg(charts.over_time("CPU", [charts.Line("1", [0.0, 5.0], [1.0, 2.0])], ylabel="%"))
+    assert "no data recorded" not in drawn
