@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from labctl.clock import LabClock
+from labctl.errors import LabctlError
 from labctl.inventory.credentials import SIM_SECRETS_FILE
 from labctl.sim.endpoint import EndpointInfo
 
@@ -34,6 +35,9 @@ LOCK_FILE = "up.lock"
 SIMD_READY_FILE = "simd.ready.json"
 SIMD_LOG = "simd.log"
 STATE_VERSION = 1
+# how long `up`/`down` wait for another one on the same state dir: longer than a start may take
+# (DEFAULT_STARTUP_TIMEOUT_S of labctl.sim.lab, the health check, the clean-up of a failed start)
+LOCK_TIMEOUT_S = 180.0
 
 
 def default_state_dir() -> Path:
@@ -142,17 +146,34 @@ def ensure_state_dir(state_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def up_lock(state_dir: Path) -> Iterator[None]:
-    """Serialise `up`/`down` on one state dir (two `labctl sim up` at once)."""
+def up_lock(state_dir: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Serialise `up`/`down` on one state dir (two `labctl sim up` at once).
+
+    Waits at most ``timeout_s`` for another holder (an `up` holds it while its lab starts), then
+    raises LabctlError."""
     import fcntl
 
     ensure_state_dir(state_dir)
-    fd = os.open(state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    path = state_dir / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LabctlError(
+                        f"another `labctl sim up` or `down` has held {path} for {timeout_s:g} s;"
+                        " let it finish, or see `labctl sim status`"
+                    ) from None
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
 

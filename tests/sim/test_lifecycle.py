@@ -22,12 +22,13 @@ import paramiko
 import pytest
 import wakeonlan
 
+from labctl.errors import LabctlError
 from labctl.inventory import resolve_credential
 from labctl.inventory.credentials import SECRETS_FILE_VAR
 from labctl.sim import lab as sim_lab_module
 from labctl.sim.endpoint import PortInUseError
 from labctl.sim.lab import SimAlreadyRunningError, SimulatedLab, leftover_processes
-from labctl.sim.state import STATE_DIR_VAR, ProcessRecord, read_state, stop_processes
+from labctl.sim.state import STATE_DIR_VAR, ProcessRecord, read_state, stop_processes, up_lock
 from tests.labfiles import make_test_lab
 
 pytestmark = pytest.mark.integration
@@ -215,6 +216,17 @@ def test_stop_processes_kills_what_ignores_sigterm_and_spares_a_reused_pid(tmp_p
         if proc.poll() is None:
             proc.kill()
         proc.wait(timeout=5)
+
+
+def test_up_lock_gives_up_after_its_deadline(tmp_path: Path) -> None:
+    sd = tmp_path / "state"
+    with up_lock(sd):
+        t0 = time.monotonic()
+        with pytest.raises(LabctlError, match=r"up\.lock for 0\.2 s"), up_lock(sd, timeout_s=0.2):
+            pytest.fail("two holders of the lock at once")
+        assert time.monotonic() - t0 < 2
+    with up_lock(sd, timeout_s=0.2):  # free again once its holder left
+        pass
 
 
 # --- the Python API ------------------------------------------------------------------------------
