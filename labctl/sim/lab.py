@@ -39,7 +39,7 @@ from labctl.inventory.load import default_lab_file, load_lab
 from labctl.inventory.model import Lab
 from labctl.sim.endpoint import EndpointInfo, PortInUseError, check_address_free
 from labctl.sim.faults import parse_fault_option
-from labctl.sim.secrets import sim_secrets
+from labctl.sim.secrets import SimSecrets, sim_secrets
 from labctl.sim.state import (
     SIMD_LOG,
     SIMD_READY_FILE,
@@ -302,18 +302,16 @@ class SimulatedLab:
             check_ports(lab)
             self._owner = True
             try:
-                self._state = self._launch(lab, secrets.file, t0)
+                self._state = self._launch(lab, secrets, t0)
                 write_state(self._state)
             except BaseException:
                 self._cleanup_launch()
                 raise
         return self
 
-    def _launch(self, lab: Lab, secrets_file: Path, t0: float) -> SimState:
-        from labctl.sim.secrets import sim_secrets as _values
+    def _launch(self, lab: Lab, secrets: SimSecrets, t0: float) -> SimState:
         from labctl.sim.vcenter.launcher import VcsimLaunch, launch_vcenter
 
-        values = _values(lab, self.state_dir, generate=False).values
         specs = [*lab.faults, *(_fault_spec(f) for f in self.faults)]
         anchor = time.time()
         marker = str(self.state_dir)
@@ -327,7 +325,7 @@ class SimulatedLab:
             if not any(m.vcenter == vc.name for m in lab.vms):
                 continue
             launch = launch_vcenter(
-                lab, vc, password=values.get(vc.password, ""), state_dir=self.state_dir, faults=specs
+                lab, vc, password=secrets.values.get(vc.password, ""), state_dir=self.state_dir, faults=specs
             )
             self._children[launch.process.pid] = launch.process
             self._records.append(
@@ -401,7 +399,7 @@ class SimulatedLab:
             processes=list(self._records),
             endpoints=endpoints,
             skipped=[SkippedKind(**s) for s in report.get("skipped", [])],
-            secrets_file=str(secrets_file),
+            secrets_file=str(secrets.file),
             twin=str(report.get("twin", self.twin)),
             faults=[f.model_dump_json() if isinstance(f, FaultSpec) else f for f in self.faults],
             control=dict(report.get("control", {})),
