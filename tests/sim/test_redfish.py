@@ -556,6 +556,13 @@ def test_protocol_details_the_dmtf_protocol_validator_checks(tmp_path: Path) -> 
         assert missing.json()["error"]["@Message.ExtendedInfo"][0]["MessageId"].endswith(
             "ResourceMissingAtURI"
         )
+        for bad_body in (b"not json", b"[]", b""):
+            malformed = requests.post(
+                base + "/redfish/v1/SessionService/Sessions", data=bad_body, verify=ca, timeout=TIMEOUT
+            )
+            assert malformed.status_code == 400, bad_body
+            info = malformed.json()["error"]["@Message.ExtendedInfo"][0]
+            assert info["MessageId"].endswith("MalformedJSON"), bad_body
         via_members = requests.post(
             base + "/redfish/v1/SessionService/Sessions/Members",
             json={"UserName": "root", "Password": PASSWORD},

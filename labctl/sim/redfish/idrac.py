@@ -125,6 +125,15 @@ def _status(state: str = "Enabled", health: str | None = "OK") -> dict[str, Any]
     return out
 
 
+def _json_object(req: Request) -> dict[str, Any] | None:
+    """The request body as a JSON object; None when it is not one (iDRAC answers MalformedJSON)."""
+    try:
+        body = req.json()
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
 @dataclass
 class _Session:
     id: str
@@ -697,11 +706,8 @@ class IdracService(SimHttpsServer):
 
     # --- sessions --------------------------------------------------------------------------------
     def _create_session(self, req: Request) -> Response:
-        try:
-            body = req.json()
-        except ValueError:
-            return self._json(400, msg.malformed_json())
-        if not isinstance(body, dict):
+        body = _json_object(req)
+        if body is None:
             return self._json(400, msg.malformed_json())
         for prop in ("UserName", "Password"):
             if prop not in body:
@@ -736,11 +742,8 @@ class IdracService(SimHttpsServer):
 
     # --- actions ---------------------------------------------------------------------------------
     def _reset(self, req: Request) -> Response:
-        try:
-            body = req.json()
-        except ValueError:
-            return self._json(400, msg.malformed_json())
-        if not isinstance(body, dict):
+        body = _json_object(req)
+        if body is None:
             return self._json(400, msg.malformed_json())
         reset_type = body.get("ResetType")
         if reset_type is None:
@@ -766,11 +769,8 @@ class IdracService(SimHttpsServer):
         return empty_response(204, [("OData-Version", "4.0")])
 
     def _patch_system(self, req: Request) -> Response:
-        try:
-            body = req.json()
-        except ValueError:
-            return self._json(400, msg.malformed_json())
-        if not isinstance(body, dict):
+        body = _json_object(req)
+        if body is None:
             return self._json(400, msg.malformed_json())
         for key in body:
             if key != "Boot":
@@ -802,11 +802,8 @@ class IdracService(SimHttpsServer):
         return self._json(200, msg.success_body())
 
     def _patch_session_service(self, req: Request) -> Response:
-        try:
-            body = req.json()
-        except ValueError:
-            return self._json(400, msg.malformed_json())
-        if not isinstance(body, dict):
+        body = _json_object(req)
+        if body is None:
             return self._json(400, msg.malformed_json())
         for key in body:
             if key != "SessionTimeout":
