@@ -29,7 +29,7 @@ from labctl.drivers.pvs import DEVICE_INFO_COMMAND, DeviceInfo, parse_device_inf
 from labctl.drivers.ssh import SshError
 from labctl.errors import EndpointError
 from labctl.inventory.model import Machine, MachineKind
-from labctl.lab.session import LabSession, kinds
+from labctl.lab.session import LabSession, by_vcenter, kinds
 
 
 class Action(StrEnum):
@@ -335,9 +335,7 @@ class Power:
     def _vms(
         self, action: Action, machines: list[Machine], done: Callable[[PowerOutcome, float | None], None]
     ) -> None:
-        by_vc: dict[str, list[Machine]] = {}
-        for m in machines:
-            by_vc.setdefault(m.vcenter or "", []).append(m)
+        by_vc = by_vcenter(machines)
 
         def one_vc(item: tuple[str, list[Machine]]) -> None:
             vc_name, ms = item
@@ -515,10 +513,7 @@ class Power:
 
     def _vm_states(self, machines: list[Machine]) -> dict[str, MachineState]:
         out: dict[str, MachineState] = {}
-        by_vc: dict[str, list[Machine]] = {}
-        for m in machines:
-            by_vc.setdefault(m.vcenter or "", []).append(m)
-        for vc_name, ms in by_vc.items():
+        for vc_name, ms in by_vcenter(machines).items():
             try:
                 inv = self.s.vcenter(vc_name).inventory()
             except EndpointError as exc:

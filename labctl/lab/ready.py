@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from labctl.drivers.ssh import SshError
 from labctl.errors import EndpointError, EndpointTimeout
 from labctl.inventory.model import Machine, MachineKind
-from labctl.lab.session import LabSession, kinds
+from labctl.lab.session import LabSession, by_vcenter, kinds
 
 
 @dataclass(frozen=True)
@@ -230,9 +230,7 @@ def _watch_servers(t: _Tracker, servers: list[Machine], deadline: float) -> None
 
 def _watch_vms(t: _Tracker, vms: list[Machine], deadline: float) -> None:
     s = t.s
-    by_vc: dict[str, list[Machine]] = {}
-    for m in vms:
-        by_vc.setdefault(m.vcenter or "", []).append(m)
+    by_vc = by_vcenter(vms)
 
     def one_vc(item: tuple[str, list[Machine]]) -> None:
         vc_name, ms = item

@@ -245,3 +245,11 @@ def kinds(machines: list[Machine]) -> dict[MachineKind, list[Machine]]:
     for m in machines:
         out.setdefault(m.kind, []).append(m)
     return out
+
+
+def by_vcenter(vms: list[Machine]) -> dict[str, list[Machine]]:
+    """VMs grouped by the vCenter that runs them ("" for none given: the session then says so)."""
+    out: dict[str, list[Machine]] = {}
+    for m in vms:
+        out.setdefault(m.vcenter or "", []).append(m)
+    return out
