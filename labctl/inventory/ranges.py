@@ -7,6 +7,9 @@ import re
 
 _NAME_RANGE = re.compile(r"^(?P<prefix>[^\[\]]*)\[(?P<lo>\d+)-(?P<hi>\d+)\](?P<suffix>[^\[\]]*)$")
 _MAC = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
+# More boxes than any lab racks: a range beyond this is a typo in its bounds, and expanding it
+# (one Machine per name) would take minutes and gigabytes before saying so.
+MAX_RANGE = 100_000
 
 
 class RangeError(ValueError):
@@ -31,6 +34,11 @@ def expand_names(name: str) -> list[str]:
     lo, hi = int(m["lo"]), int(m["hi"])
     if hi < lo:
         raise RangeError(f"name range {name!r} runs backwards", f"write [{m['hi']}-{m['lo']}]")
+    if hi - lo + 1 > MAX_RANGE:
+        raise RangeError(
+            f"name range {name!r} stands for {hi - lo + 1} machines",
+            f"a range may hold at most {MAX_RANGE}; check its bounds",
+        )
     width = len(m["lo"])
     return [f"{m['prefix']}{i:0{width}d}{m['suffix']}" for i in range(lo, hi + 1)]
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from labctl.inventory.ranges import RangeError, compact_names, expand_ips, expand_macs, expand_names
+from labctl.inventory.ranges import (
+    MAX_RANGE,
+    RangeError,
+    compact_names,
+    expand_ips,
+    expand_macs,
+    expand_names,
+)
 
 
 def test_name_range_keeps_zero_padding_of_the_first_bound() -> None:
@@ -22,6 +29,14 @@ def test_malformed_name_ranges_are_refused_with_a_fix(bad: str) -> None:
     with pytest.raises(RangeError) as err:
         expand_names(bad)
     assert bad in str(err.value) and err.value.fix
+
+
+def test_name_range_beyond_any_lab_is_refused_before_it_is_expanded() -> None:
+    assert len(expand_names(f"c-[1-{MAX_RANGE}]")) == MAX_RANGE
+    with pytest.raises(RangeError) as err:
+        expand_names("c-[1-30000000]")  # a typo: 30 million Machines would take minutes to refuse
+    assert "c-[1-30000000]" in str(err.value) and "30000000 machines" in str(err.value)
+    assert str(MAX_RANGE) in err.value.fix
 
 
 def test_mac_range_increments_across_octets_and_normalises_case_and_dashes() -> None:
