@@ -176,3 +176,41 @@ def test_run_folder_records_the_lab_configuration_and_pytest_args(pytester: pyte
     [run] = runs(results)
     assert run["configuration"] == "ha" and run["lab"] == "sim-2007"
     assert "-k" in run["parameters"]["pytest_args"]
+
+
+def test_progress_in_a_log_prints_a_line_per_phase_and_per_quarter_of_the_window() -> None:
+    import io
+
+    from labctl.plugin.progress import CellProgress
+    from labctl.scenarios.common import Progress
+
+    out = io.StringIO()
+    suspended: list[str] = []
+
+    class Suspend:
+        def __enter__(self) -> None:
+            suspended.append(out.getvalue())
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    progress = CellProgress("boot_storm-standalone-004", 360.0, stream=out, suspend_capture=Suspend)
+    progress(Progress("wake", 0, 4, 360.0))
+    for left in (350.0, 300.0, 260.0, 250.0, 170.0, 160.0, 80.0, 0.0):
+        progress(Progress("window", 4, 4, left))
+    progress(Progress("restore"))
+    progress(Progress("restore"))
+    progress.close()
+    lines = out.getvalue().split("\n")
+    assert lines[0] == ""  # the first line of a cell leaves pytest's dots alone
+    assert lines[1:] == [
+        "[boot_storm-standalone-004] wake · 0/4 up · window 0/360 s",
+        "[boot_storm-standalone-004] window · 4/4 up · window 10/360 s",
+        "[boot_storm-standalone-004] window · 4/4 up · window 100/360 s",
+        "[boot_storm-standalone-004] window · 4/4 up · window 190/360 s",
+        "[boot_storm-standalone-004] window · 4/4 up · window 280/360 s",
+        "[boot_storm-standalone-004] window · 4/4 up · window 360/360 s",
+        "[boot_storm-standalone-004] restore",
+        "",
+    ]
+    assert len(suspended) == 7, "capture is suspended for each line written, not for every call"

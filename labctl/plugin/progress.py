@@ -39,25 +39,32 @@ class CellProgress:
         self._dirty = False
 
     def __call__(self, p: Progress) -> None:
-        with self._lock, self._suspend():
-            text = self._format(p)
-            if self.tty:
-                now = time.monotonic()
-                if now - self._last_tty_write < 0.1 and p.phase == self._last_phase:
-                    return  # at most ten redraws a second
-                self._last_tty_write = now
-                self.stream.write("\r\x1b[2K" + text)
-                self._dirty = True
-            else:
-                quarter = -1
-                if self.window_s and p.window_left_s is not None:
-                    quarter = int(4 * (1 - p.window_left_s / self.window_s))
-                if p.phase != self._last_phase or quarter > self._last_quarter:
-                    # the first line of a cell starts on its own line (pytest's dots share it)
-                    self.stream.write(("" if self._last_phase else "\n") + text + "\n")
-                    self._last_quarter = quarter
+        with self._lock:
+            out = self._line(p)
             self._last_phase = p.phase
-            self.stream.flush()
+            if out is None:
+                return
+            with self._suspend():  # only around a write: suspending capture is not free
+                self.stream.write(out)
+                self.stream.flush()
+
+    def _line(self, p: Progress) -> str | None:
+        """What to write for ``p``, or None when nothing is due."""
+        if self.tty:
+            now = time.monotonic()
+            if now - self._last_tty_write < 0.1 and p.phase == self._last_phase:
+                return None  # at most ten redraws a second
+            self._last_tty_write = now
+            self._dirty = True
+            return "\r\x1b[2K" + self._format(p)
+        quarter = -1
+        if self.window_s and p.window_left_s is not None:
+            quarter = int(4 * (1 - p.window_left_s / self.window_s))
+        if p.phase == self._last_phase and quarter <= self._last_quarter:
+            return None
+        self._last_quarter = quarter
+        # the first line of a cell starts on its own line (pytest's dots share it)
+        return ("" if self._last_phase else "\n") + self._format(p) + "\n"
 
     def _format(self, p: Progress) -> str:
         parts = [f"[{self.cell}] {p.phase}"]
@@ -68,7 +75,8 @@ class CellProgress:
         return " · ".join(parts)
 
     def close(self) -> None:
-        with self._lock, self._suspend():
+        with self._lock:
             if self.tty and self._dirty:
-                self.stream.write("\r\x1b[2K")
-                self.stream.flush()
+                with self._suspend():
+                    self.stream.write("\r\x1b[2K")
+                    self.stream.flush()
