@@ -25,17 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from labctl.drivers.vsphere import VCenterClient  # noqa: E402
+from labctl.drivers.vsphere import VM_PROPERTIES, VCenterClient  # noqa: E402
 from tests.drivers.vcsim import GOVC, run_vcsim  # noqa: E402
 
-PROPS = [
-    "name",
-    "runtime.powerState",
-    "runtime.host",
-    "guest.toolsRunningStatus",
-    "guest.ipAddress",
-    "summary.runtime.bootTime",
-]
+PROPS = list(VM_PROPERTIES)  # govc collects exactly what the driver's inventory reads
 
 
 def govc(sim, *args: str) -> subprocess.CompletedProcess[str]:
