@@ -156,9 +156,7 @@ class Power:
             runners.append(lambda: self._servers(action, by_kind[MachineKind.SERVER], force, done))
         if MachineKind.VM in by_kind:
             runners.append(lambda: self._vms(action, by_kind[MachineKind.VM], done))
-        threads = [
-            threading.Thread(target=self._guard(r, action, by_kind, done), daemon=True) for r in runners
-        ]
+        threads = [threading.Thread(target=self._guard(r, action), daemon=True) for r in runners]
         for t in threads:
             t.start()
         for t in threads:
@@ -188,13 +186,7 @@ class Power:
         )
         return report
 
-    def _guard(
-        self,
-        runner: Callable[[], None],
-        action: Action,
-        by_kind: dict[MachineKind, list[Machine]],
-        done: Callable[[PowerOutcome, float | None], None],
-    ) -> Callable[[], None]:
+    def _guard(self, runner: Callable[[], None], action: Action) -> Callable[[], None]:
         def run() -> None:
             try:
                 runner()
