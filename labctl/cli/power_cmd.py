@@ -16,7 +16,7 @@ from labctl.cli.common import config_option, lab_option
 from labctl.errors import EXIT_FAILED
 from labctl.inventory import load_lab
 from labctl.inventory.ranges import compact_names
-from labctl.lab.power import Action, MachineState, PowerOutcome, PowerReport, State
+from labctl.lab.power import Action, MachineState, PowerReport, State
 from labctl.lab.session import LabSession
 
 TARGET_HELP = "A machine, a group, a range like optiplex-[001-010], or a comma-separated list."
@@ -64,47 +64,50 @@ def _group_rows(items: list[tuple[str, str, str, str]]) -> list[tuple[str, str, 
     return [(compact_names(names), k, r, d, len(names)) for (k, r, d), names in groups.items()]
 
 
-def _action(action: Action) -> Callable[..., None]:
-    def run(
-        lab_file: Path | None, configuration: str | None, target: str, wait: float | None, **kw: Any
-    ) -> None:
-        with _session(lab_file, configuration) as s:
-            machines = s.machines(target)
-            report: PowerReport = _with_progress(
-                len(machines),
-                f"power {action.value} {target}",
-                lambda advance: s.power.act(action, target, force=kw.get("force", False), progress=advance),
+def _act(
+    action: Action,
+    lab_file: Path | None,
+    configuration: str | None,
+    target: str,
+    wait: float | None,
+    force: bool,
+) -> None:
+    """Run ``action`` on ``target``, print the outcome per machine, then wait for readiness if asked."""
+    with _session(lab_file, configuration) as s:
+        machines = s.machines(target)
+        report: PowerReport = _with_progress(
+            len(machines),
+            f"power {action.value} {target}",
+            lambda advance: s.power.act(action, target, force=force, progress=advance),
+        )
+        _print_report(report)
+        ready_failed = 0
+        if wait is not None and action is not Action.OFF:
+            ok_names = [m for m in machines if report.outcomes[m.name].ok]
+            ready = (
+                s.wait_ready(ok_names, timeout_s=wait, expect_boot=action is not Action.ON)
+                if ok_names
+                else {}
             )
-            _print_report(report)
-            ready_failed = 0
-            if wait is not None and action is not Action.OFF:
-                ok_names = [m for m in machines if report.outcomes[m.name].ok]
-                ready = (
-                    s.wait_ready(ok_names, timeout_s=wait, expect_boot=action is not Action.ON)
-                    if ok_names
-                    else {}
+            rows = [
+                (
+                    n,
+                    r.kind,
+                    r.state,
+                    r.detail
+                    + (f", boot {r.boot_time_s:.1f} s" if r.boot_time_s is not None else "")
+                    + (f", {r.retries} retries" if r.retries else ""),
                 )
-                rows = [
-                    (
-                        n,
-                        r.kind,
-                        r.state,
-                        r.detail
-                        + (f", boot {r.boot_time_s:.1f} s" if r.boot_time_s is not None else "")
-                        + (f", {r.retries} retries" if r.retries else ""),
-                    )
-                    for n, r in ready.items()
-                ]
-                _print_rows(f"ready within {wait:g} lab s", rows, ok_word="ready")
-                ready_failed = sum(not r.ready for r in ready.values())
-        if not report.ok or ready_failed:
-            sys.exit(EXIT_FAILED)
-
-    return run
+                for n, r in ready.items()
+            ]
+            _print_rows(f"ready within {wait:g} lab s", rows, ok_word="ready")
+            ready_failed = sum(not r.ready for r in ready.values())
+    if not report.ok or ready_failed:
+        sys.exit(EXIT_FAILED)
 
 
 def _print_report(report: PowerReport) -> None:
-    rows = [(o.machine, o.kind, "ok" if o.ok else "FAILED", _detail(o)) for o in report.outcomes.values()]
+    rows = [(o.machine, o.kind, "ok" if o.ok else "FAILED", o.detail) for o in report.outcomes.values()]
     spread = ""
     if len(report.outcomes) > 1:
         spread = f"; dispatch spread {report.spread_lab_s:.3f} lab s ({report.spread_wall_s * 1000:.1f} ms)"
@@ -116,10 +119,6 @@ def _print_report(report: PowerReport) -> None:
     for o in report.failed.values():
         fix = f" -- fix: {o.fix}" if o.fix else ""
         click.echo(f"FAILED {o.machine}: {o.detail}{fix}", err=True)
-
-
-def _detail(o: PowerOutcome) -> str:
-    return o.detail
 
 
 def _print_rows(title: str, rows: list[tuple[str, str, str, str]], ok_word: str) -> None:
@@ -160,7 +159,7 @@ def _register(action: Action, help_text: str) -> None:
     def cmd(
         target: str, lab_file: Path | None, configuration: str | None, wait: float | None, force: bool
     ) -> None:
-        _action(action)(lab_file, configuration, target, wait, force=force)
+        _act(action, lab_file, configuration, target, wait, force)
 
 
 _register(
