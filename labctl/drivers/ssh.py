@@ -313,23 +313,29 @@ class SshPool:
             ) from None
         return client
 
+    def _reuse_locked(self, key: tuple[str, int, str]) -> _Conn | None:
+        """The live cached connection for ``key``, taken by one more user (most recently used)."""
+        conn = self._conns.get(key)
+        if conn is None or not conn.alive:
+            return None
+        conn.users += 1
+        conn.last_used = time.monotonic()
+        self._conns.move_to_end(key)
+        return conn
+
     def _acquire(self, target: SshTarget, action: str) -> _Conn:
         key = target.key
         with self._lock:
-            conn = self._conns.get(key)
-            if conn is not None and conn.alive:
-                conn.users += 1
-                conn.last_used = time.monotonic()
-                self._conns.move_to_end(key)
+            conn = self._reuse_locked(key)
+            if conn is not None:
                 return conn
             lock = self._connecting.setdefault(key, threading.Lock())
         with lock:  # one handshake per host at a time; a second caller reuses its result
             with self._lock:
+                reused = self._reuse_locked(key)
+                if reused is not None:
+                    return reused
                 conn = self._conns.get(key)
-                if conn is not None and conn.alive:
-                    conn.users += 1
-                    conn.last_used = time.monotonic()
-                    return conn
                 if conn is not None:
                     conn.client.close()
                     del self._conns[key]
