@@ -47,6 +47,7 @@ def test_session_inventory_power_and_logout(idrac) -> None:
         assert rf.power_watts() > 0
         target, allowed = rf.allowed_reset_types()
         assert target.endswith("ComputerSystem.Reset") and "ForceOff" in allowed and "On" in allowed
+        assert rf.reset("On") == "already"  # iDRAC's PSU501, not an error
         rf.set_boot_once("Pxe")
         assert rf.boot_override() == ("Pxe", "Once")
         assert rf.reset("ForceOff") == "accepted"
@@ -56,6 +57,18 @@ def test_session_inventory_power_and_logout(idrac) -> None:
         assert rf.power_state() == "Off"
         assert rf.reset("On") == "accepted"
     assert svc.active_sessions() == 0  # logged out
+
+
+def test_expired_session_logs_in_once_more_and_the_request_goes_through(idrac) -> None:
+    svc = idrac.by_name()["pvs-01"]
+    with RedfishClient("pvs-01", verified(idrac), timeout_s=5, backoff=FAST) as rf:
+        shorter = rf.patch("/redfish/v1/SessionService", {"SessionTimeout": 30}, action="shorten sessions")
+        assert shorter.status == 200
+        time.sleep(svc.ctx.clock.to_wall_s(45))  # idle past the 30 lab-second timeout
+        assert svc.active_sessions() == 0  # the BMC dropped the session
+        assert rf.power_state() == "On"  # 401, one fresh login, the same request again
+        assert rf.auth_mode == "session" and svc.active_sessions() == 1
+    assert svc.active_sessions() == 0  # and the fresh session is the one logged out
 
 
 def test_reset_type_is_checked_before_sending(idrac) -> None:
