@@ -486,18 +486,10 @@ class SshPool:
                         stdout_eof = True
                     elif data:
                         out += data
-                while chan.recv_stderr_ready():
-                    data = chan.recv_stderr(65536)
-                    if not data:
-                        break
-                    err += data
+                _drain_stderr(chan, err)
                 # exit-status (or the channel closing without one) ends the command
                 if stdout_eof and chan.status_event.wait(min(0.2, max(0.0, remaining))):
-                    while chan.recv_stderr_ready():
-                        data = chan.recv_stderr(65536)
-                        if not data:
-                            break
-                        err += data
+                    _drain_stderr(chan, err)
                     break
         except SshTimeout:
             raise
@@ -542,6 +534,15 @@ class SshPool:
             "the machine may have rebooted or lost its network; check it and retry",
             kind="dropped",
         )
+
+
+def _drain_stderr(chan: paramiko.Channel, err: bytearray) -> None:
+    """Append whatever stderr the channel holds now to ``err``, without waiting."""
+    while chan.recv_stderr_ready():
+        data = chan.recv_stderr(65536)
+        if not data:
+            break
+        err += data
 
 
 class SshStream:
