@@ -187,3 +187,29 @@ def test_exit_codes_and_one_line_errors(
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]  # click prints a blank line on ^C
     assert len(lines) == 1 and lines[0].startswith(first_line) and "Traceback" not in err
+
+
+def test_run_keeps_its_exit_code_and_names_the_run_folder_when_the_report_fails(
+    labctl: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import labctl.report.build as build
+
+    results = tmp_path / "results"
+
+    def interrupted_run(args: list[str]) -> int:
+        assert args[args.index("--results-dir") + 1] == str(results)
+        (results / "20261121-020000-boot_storm-a1b2").mkdir(parents=True)
+        (results / "20261121-020000-boot_storm-a1b2" / "run.json").write_text("{}")
+        return pytest.ExitCode.INTERRUPTED
+
+    def no_allure(run: Path, **_: object) -> None:
+        raise build.ReportError("cannot run Allure (no such file); run `make install`")
+
+    monkeypatch.setattr(pytest, "main", interrupted_run)
+    monkeypatch.setattr(build, "build_report", no_allure)
+    monkeypatch.setenv("LABCTL_RESULTS", str(results))  # as `labctl report` would look for it
+    code, out, err = labctl("run", "boot_storm")
+    assert code == 130, err
+    assert f"run folder: {results / '20261121-020000-boot_storm-a1b2'}" in out
+    assert "error: report: cannot run Allure" in err and "what was measured is kept" in err
+    assert "Traceback" not in err

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from labctl.cli.common import PROJECT_ROOT, config_option, lab_option, resolve_results_dir, results_dir_option
-from labctl.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BadInputError
+from labctl.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BadInputError, LabctlError
 
 PLANS_DIR = PROJECT_ROOT / "testplans"
 
@@ -112,8 +112,12 @@ def run(
     if report:
         from labctl.report.build import build_report
 
-        out = build_report(run_dir)
-        click.echo(f"report: {out}")
+        try:
+            click.echo(f"report: {build_report(run_dir)}")
+        except LabctlError as exc:  # the run is measured and kept: say where, and keep its exit code
+            for line in str(exc).splitlines():
+                click.echo(f"error: report: {line}", err=True)
+            code = code if code != EXIT_OK else exc.exit_code
     click.echo(f"run folder: {run_dir}")
     if code == EXIT_INTERRUPTED:
         click.echo("interrupted: what was measured is kept in the run folder", err=True)
