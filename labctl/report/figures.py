@@ -286,6 +286,35 @@ def _versus_lines(
     return lines
 
 
+def _counter_figs(
+    labelled: Sequence[tuple[str, Cell]],
+    by_cell: dict[str, list[Series]],
+    *,
+    legend_title: str,
+    xlabel: str,
+    caption_tail: str,
+) -> list[Fig]:
+    """One over-time chart per server counter, one line per labelled cell, with the pass limits
+    the cells were judged by."""
+    cells = [c for _, c in labelled]
+    figs = []
+    for counter in COUNTERS:
+        lines, picked = _time_lines(counter, labelled, by_cell)
+        limits = _limits(cells, picked)
+        fig = charts.over_time(
+            counter.title,
+            lines,
+            ylabel=picked.ylabel if picked else counter.ylabel,
+            legend_title=legend_title,
+            xlabel=xlabel,
+            ymax=counter.ymax if picked is None or picked.factor == 1.0 else None,
+            limits=[(v, short) for v, short, _ in limits],
+        )
+        cap = f"{counter.title} of {picked.note}" if picked else f"{counter.title}: not recorded in this run"
+        figs.append(_fig(fig, cap + caption_tail + _limit_caption(limits)))
+    return figs
+
+
 def _boot_storm_section(cells: list[Cell], by_cell: dict[str, list[Series]]) -> list[Section]:
     storm = [c for c in cells if not c.is_matrix and _num(c.get("group_size")) is not None]
     if not storm:
@@ -322,29 +351,13 @@ def _boot_storm_section(cells: list[Cell], by_cell: dict[str, list[Series]]) -> 
     for cfg, group in sorted(by_cfg.items()):
         group.sort(key=lambda c: _num(c.get("group_size")) or 0)
         labelled = [(_clients(int(_num(c.get("group_size")) or 0)), c) for c in group]
-        tfigs = []
-        for counter in COUNTERS:
-            lines, picked = _time_lines(counter, labelled, by_cell)
-            title = counter.title
-            ylabel = picked.ylabel if picked else counter.ylabel
-            ymax = counter.ymax if picked is None or picked.factor == 1.0 else None
-            limits = _limits(group, picked)
-            fig = charts.over_time(
-                title,
-                lines,
-                ylabel=ylabel,
-                legend_title="group size",
-                ymax=ymax,
-                limits=[(v, short) for v, short, _ in limits],
-            )
-            cap = (
-                f"{counter.title} of {picked.note}"
-                if picked
-                else f"{counter.title}: not recorded in this run"
-            )
-            tfigs.append(
-                _fig(fig, cap + ". Time zero is the moment the group was woken." + _limit_caption(limits))
-            )
+        tfigs = _counter_figs(
+            labelled,
+            by_cell,
+            legend_title="group size",
+            xlabel="seconds since storm start",
+            caption_tail=". Time zero is the moment the group was woken.",
+        )
         suffix = f" ({cfg})" if several else ""
         sections.append(
             Section(
@@ -394,26 +407,13 @@ def _matrix_sections(cells: list[Cell], by_cell: dict[str, list[Series]]) -> lis
                 )
             )
         labelled = [(f"{c.combination} copy/reboot", c) for c in group]
-        for counter in COUNTERS:
-            lines, picked = _time_lines(counter, labelled, by_cell)
-            ylabel = picked.ylabel if picked else counter.ylabel
-            ymax = counter.ymax if picked is None or picked.factor == 1.0 else None
-            limits = _limits(group, picked)
-            fig = charts.over_time(
-                counter.title,
-                lines,
-                ylabel=ylabel,
-                legend_title="copiers / rebooters",
-                xlabel="seconds since copies and reboots started",
-                ymax=ymax,
-                limits=[(v, short) for v, short, _ in limits],
-            )
-            cap = (
-                f"{counter.title} of {picked.note}"
-                if picked
-                else f"{counter.title}: not recorded in this run"
-            )
-            figs.append(_fig(fig, cap + f"; copy path {path}." + _limit_caption(limits)))
+        figs += _counter_figs(
+            labelled,
+            by_cell,
+            legend_title="copiers / rebooters",
+            xlabel="seconds since copies and reboots started",
+            caption_tail=f"; copy path {path}.",
+        )
         suffix = f" ({cfg})" if len(configs) > 1 and cfg else ""
         sections.append(
             Section(
