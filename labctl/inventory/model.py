@@ -11,7 +11,6 @@ Nothing outside :mod:`labctl.inventory` parses YAML; everything else reads these
 
 from __future__ import annotations
 
-import ipaddress
 from enum import StrEnum
 from typing import Annotated, Literal
 
@@ -385,7 +384,3 @@ class Lab(Frozen):
 
     def network_of(self, machine: Machine) -> Network | None:
         return self.networks.get(machine.network) if machine.network else None
-
-
-def ip_in_subnet(ip: str, subnet: str) -> bool:
-    return ipaddress.ip_address(ip) in ipaddress.ip_network(subnet, strict=False)
