@@ -190,25 +190,22 @@ class Simulator:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _authorised(self) -> bool:
+            def _accept(self, path: str) -> bool:
+                """The request has the token and is for ``path``; else the error reply is sent."""
                 if self.headers.get("X-Labctl-Token") != sim.token:
                     self._reply(401, {"error": "missing or wrong X-Labctl-Token"})
+                    return False
+                if self.path != path:
+                    self._reply(404, {"error": f"no such resource {self.path}"})
                     return False
                 return True
 
             def do_GET(self) -> None:
-                if not self._authorised():
-                    return
-                if self.path == "/status":
+                if self._accept("/status"):
                     self._reply(200, sim.status())
-                else:
-                    self._reply(404, {"error": f"no such resource {self.path}"})
 
             def do_POST(self) -> None:
-                if not self._authorised():
-                    return
-                if self.path != "/faults":
-                    self._reply(404, {"error": f"no such resource {self.path}"})
+                if not self._accept("/faults"):
                     return
                 try:
                     body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
@@ -230,10 +227,7 @@ class Simulator:
                 self._reply(200, {"faults": [f.model_dump(mode="json") for f in sim.fault_specs]})
 
             def do_DELETE(self) -> None:
-                if not self._authorised():
-                    return
-                if self.path != "/faults":
-                    self._reply(404, {"error": f"no such resource {self.path}"})
+                if not self._accept("/faults"):
                     return
                 sim.faults.clear()
                 sim.fault_specs.clear()

@@ -415,3 +415,40 @@ def test_secrets_generated_once_resolvable_ones_kept_key_files_made(
     monkeypatch.setenv(SECRETS_FILE_VAR, str(first.file))
     for ref, value in first.values.items():
         assert resolve_credential(ref, "test") == value
+
+
+# --- the simulator process's control port ----------------------------------------------------------
+
+
+def test_control_port_wants_its_token_and_a_known_path(start_sim) -> None:
+    import urllib.error
+    import urllib.request
+
+    sim = start_sim(clients=1)
+    c = sim.state.control
+
+    def call(method: str, path: str, token: str | None, body: bytes | None = None) -> tuple[int, dict]:
+        headers = {"X-Labctl-Token": token} if token is not None else {}
+        req = urllib.request.Request(
+            f"http://{c['host']}:{c['port']}{path}", method=method, data=body, headers=headers
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    assert call("GET", "/status", None)[0] == 401
+    assert call("GET", "/status", "wrong")[0] == 401
+    assert call("DELETE", "/faults", "wrong")[0] == 401
+    assert call("GET", "/faults", c["token"]) == (404, {"error": "no such resource /faults"})
+    assert call("POST", "/status", c["token"], b"{}")[0] == 404
+    assert call("DELETE", "/status", c["token"])[0] == 404
+    assert call("POST", "/faults", c["token"], b'{"fault": "melts:optiplex-001"}')[0] == 400
+    code, status = call("GET", "/status", c["token"])
+    assert code == 200 and status["faults"] == []
+
+    sim.add_fault("ssh_refuse_auth:optiplex-001")
+    assert [f["kind"] for f in sim.control_status()["faults"]] == ["ssh_refuse_auth"]
+    sim.clear_faults()
+    assert sim.control_status()["faults"] == []
