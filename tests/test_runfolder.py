@@ -75,6 +75,17 @@ def test_create_writes_run_json_with_what_ran_on_what(tmp_path: Path) -> None:
     started = datetime.fromisoformat(info["started"]["wall_utc"])
     assert abs(started.timestamp() - datetime.now().timestamp()) < 60
     assert info["started"]["lab_time"].endswith("Z") and info["started"]["lab_ts"] > 0
+    lab_time = datetime.fromisoformat(info["started"]["lab_time"]).timestamp()
+    assert lab_time == pytest.approx(info["started"]["lab_ts"], abs=1e-6)  # the same instant
+
+
+def test_a_stamps_lab_time_and_lab_ts_name_the_same_millisecond() -> None:
+    class Clock:
+        def now(self) -> float:
+            return 1194256805.0006  # rounds up to .001; truncating would say .000
+
+    stamp = runfolder.Stamp.now(Clock())  # type: ignore[arg-type]
+    assert stamp.lab_ts == 1194256805.001 and stamp.lab_time == "2007-11-05T10:00:05.001Z"
 
 
 @pytest.mark.skipif(

@@ -36,6 +36,7 @@ from labctl import __version__
 from labctl.clock import LabClock
 from labctl.inventory.model import Lab
 from labctl.recorder.redact import Redactor
+from labctl.recorder.series import iso_utc
 
 RUN_FILE = "run.json"
 RESOLVED_INVENTORY_FILE = "inventory.resolved.yaml"
@@ -64,7 +65,8 @@ class Stamp:
     @classmethod
     def now(cls, clock: LabClock) -> Stamp:
         lab_ts = clock.now()
-        return cls(wall_utc=iso(time.time()), lab_time=iso(lab_ts), lab_ts=round(lab_ts, 3))
+        # iso_utc rounds to the millisecond as lab_ts does: the two always name the same instant
+        return cls(wall_utc=iso(time.time()), lab_time=iso_utc(lab_ts), lab_ts=round(lab_ts, 3))
 
 
 @dataclass
