@@ -17,7 +17,8 @@ import pytest
 
 from labctl.cli import cli
 from labctl.cli.common import run_cli
-from labctl.inventory.load import default_lab_file
+from labctl.errors import InventoryError
+from labctl.inventory.load import default_lab_file, load_lab
 
 BASE = default_lab_file().read_text()
 
@@ -413,3 +414,16 @@ def test_anchor_that_contains_itself_is_a_problem_not_a_traceback(validate: Vali
     assert m, f"not file:line: item: what (fix): {lines[0]!r}"
     assert m["file"] == path and int(m["line"]) == line_no(text, "extra: &loop")
     assert m["path"] == "lab.extra" and "unknown key 'extra'" in lines[0]
+
+
+def test_folder_instead_of_a_file(tmp_path: Path) -> None:
+    # the CLI refuses a folder itself; callers of the loader get the same one-line problem
+    with pytest.raises(InventoryError) as err:
+        load_lab(tmp_path)
+    assert str(err.value) == f"{tmp_path}: is a folder (name a .yaml file in it)"
+
+
+def test_file_that_is_not_a_mapping(validate: Validate) -> None:
+    code, lines, path = validate("- lab\n- networks\n")
+    assert code == 2
+    assert lines == [f"{path}:1: the file is not a YAML mapping (start with `lab:` and `networks:`)"]
