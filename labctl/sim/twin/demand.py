@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from labctl.inventory.twin_params import TwinParameters
+from labctl.sim.twin import hardware as hwm
 from labctl.sim.twin.topology import N_ROLES, Role
 from labctl.sim.twin.workload import DST_WC, SRC_SMB, SRC_TFTP, SRC_VDISK
 
@@ -44,7 +45,7 @@ class Costs:
     fixed_w: np.ndarray
 
     def stack(self) -> np.ndarray:
-        """(6, roles, A) followed by the two fixed rows: one array to gather from."""
+        """The six (roles, A) arrays as one (6, roles, A) array to gather from (not the fixed rows)."""
         return np.stack([self.work_r, self.work_w, self.lat_r, self.lat_w, self.visit_r, self.visit_w])
 
 
@@ -59,15 +60,6 @@ class StationFacts:
     penalty: np.ndarray  # RAID write penalty
     parallel: np.ndarray  # spindles / cores / 1
     dummy: int  # the station of roles a client's path does not have
-
-
-def _wire(b: np.ndarray | float, p: TwinParameters) -> np.ndarray:
-    b = np.asarray(b, dtype=float)
-    return b + np.maximum(1.0, b / p.packet_payload_bytes) * p.packet_header_bytes
-
-
-def _pkts(b: np.ndarray | float, p: TwinParameters) -> np.ndarray:
-    return np.maximum(1.0, np.asarray(b, dtype=float) / p.packet_payload_bytes)
 
 
 def request_costs(
@@ -95,7 +87,7 @@ def request_costs(
     wb = write_b
     req = float(p.request_bytes)
     io_b = p.cache_read_io_kb * KB
-    wire_rb, wire_wb, wire_io = _wire(rb, p), _wire(wb, p), float(_wire(io_b, p))
+    wire_rb, wire_wb, wire_io = hwm.wire_bytes(rb, p), hwm.wire_bytes(wb, p), float(hwm.wire_bytes(io_b, p))
     remote_rd = (vd_remote & is_vd).astype(float)
     to_wc = dst == DST_WC
     to_smb = ~to_wc
@@ -119,13 +111,13 @@ def request_costs(
         p.cpu_cycles_per_tftp_block,
         p.cpu_cycles_per_request
         + p.cpu_cycles_per_packet_received
-        + p.cpu_cycles_per_packet_sent * _pkts(rb, p)
+        + p.cpu_cycles_per_packet_sent * hwm.packets(rb, p)
         + p.cpu_cycles_per_byte * rb,
     )
     # a cache miss: a local disk I/O, or (HA) an SMB request to the NAS and its answer
     cyc_miss = np.where(
         remote_rd > 0,
-        p.cpu_cycles_per_request + p.cpu_cycles_per_packet_received * _pkts(io_b, p),
+        p.cpu_cycles_per_request + p.cpu_cycles_per_packet_received * hwm.packets(io_b, p),
         p.cpu_cycles_per_disk_io,
     )
     w_r[Role.SS_CPU] = on_ss * (cyc_read + miss * cyc_miss) / hz_ss
@@ -140,7 +132,7 @@ def request_costs(
     w_r[Role.BK_CPU] = (
         remote_rd
         * (
-            miss * (p.cpu_cycles_per_request + p.cpu_cycles_per_packet_sent * _pkts(io_b, p))
+            miss * (p.cpu_cycles_per_request + p.cpu_cycles_per_packet_sent * hwm.packets(io_b, p))
             + miss_far * p.cpu_cycles_per_disk_io
         )
         / hz_bk
@@ -152,7 +144,7 @@ def request_costs(
     cyc_smb = (
         p.cpu_cycles_per_request
         + p.cpu_cycles_per_packet_received
-        + p.cpu_cycles_per_packet_sent * _pkts(rb, p)
+        + p.cpu_cycles_per_packet_sent * hwm.packets(rb, p)
         + p.cpu_cycles_per_byte * rb
         + miss_share * p.cpu_cycles_per_disk_io
     )
@@ -166,7 +158,7 @@ def request_costs(
     # --- writes --------------------------------------------------------------------------------
     cyc_w = (
         p.cpu_cycles_per_request
-        + p.cpu_cycles_per_packet_received * _pkts(wb, p)
+        + p.cpu_cycles_per_packet_received * hwm.packets(wb, p)
         + p.cpu_cycles_per_byte * wb
         + p.cpu_cycles_per_packet_sent
     )
@@ -174,7 +166,9 @@ def request_costs(
         to_wc
         * (
             cyc_w
-            + np.where(wc_rem > 0, p.cpu_cycles_per_packet_sent * _pkts(wb, p), p.cpu_cycles_per_disk_io)
+            + np.where(
+                wc_rem > 0, p.cpu_cycles_per_packet_sent * hwm.packets(wb, p), p.cpu_cycles_per_disk_io
+            )
         )
         / hz_ss
     )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from labctl.inventory.model import DiskType, Nics, ServerHardware, Volume
 from labctl.inventory.twin_params import TwinParameters
 
@@ -87,14 +89,15 @@ def nic_counted_bytes_per_s(speed_gbps: float, p: TwinParameters) -> float:
     return speed_gbps * 1e9 / 8.0 * frame / (frame + p.frame_gap_bytes)
 
 
-def wire_bytes(payload_bytes: float, p: TwinParameters) -> float:
+def packets(payload_bytes: np.ndarray | float, p: TwinParameters) -> np.ndarray:
+    """Protocol packets a payload is split into (at least one; per element for arrays)."""
+    return np.maximum(1.0, np.asarray(payload_bytes, dtype=float) / p.packet_payload_bytes)
+
+
+def wire_bytes(payload_bytes: np.ndarray | float, p: TwinParameters) -> np.ndarray:
     """Bytes counted by a NIC for a payload split into protocol packets (headers included)."""
-    packets = max(1.0, payload_bytes / p.packet_payload_bytes)
-    return payload_bytes + packets * p.packet_header_bytes
-
-
-def packets(payload_bytes: float, p: TwinParameters) -> float:
-    return max(1.0, payload_bytes / p.packet_payload_bytes)
+    b = np.asarray(payload_bytes, dtype=float)
+    return b + packets(b, p) * p.packet_header_bytes
 
 
 def cpu_hz(hw: ServerHardware) -> float:
