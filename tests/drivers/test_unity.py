@@ -56,8 +56,16 @@ def test_query_lifecycle_and_rates_from_counter_deltas(
             assert d.read_mb_s == pytest.approx(100 * 16 * 512 / 1e6, rel=0.05)
             assert d.latency_ms == pytest.approx(1.5, rel=0.05)
             assert d.io_size_kb == pytest.approx(8.0, rel=0.01)
+            # the array drops a query nobody reads: the driver starts a fresh one and reads on
+            qid = drv.query_id
+            with svc._lock:
+                svc._queries.clear()
+            assert drv.read_counters() == []
+            assert drv.query_id not in (None, qid) and svc.active_queries() == 1
+            assert counters_after(drv, 2)
             qid = drv.query_id
         assert drv.query_id is None and qid is not None
+        assert svc.active_queries() == 0  # deleted on the array, not only forgotten
         assert svc.active_sessions() == 0  # logged out
 
 

@@ -389,6 +389,10 @@ class UnityArray(SimHttpsServer):
         with self._lock:
             return len(self._sessions)
 
+    def active_queries(self) -> int:
+        with self._lock:
+            return len(self._queries)
+
     # --- dispatch --------------------------------------------------------------------------------
     def handle(self, req: Request) -> Response:
         if (req.header("X-EMC-REST-CLIENT") or "").strip().lower() != "true":
