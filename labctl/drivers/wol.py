@@ -13,7 +13,6 @@ relay host over SSH (``wakeonlan -i <broadcast> -p <port> <mac>...`` by default)
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,8 +20,8 @@ from dataclasses import dataclass, field
 
 import wakeonlan
 
-from labctl.drivers.ssh import Shell, SshPool, SshTarget, join_command
-from labctl.errors import EndpointError
+from labctl.drivers.ssh import SshPool, SshTarget, join_command
+from labctl.errors import EndpointError, LabctlError
 
 # The relay runs this; {broadcast}, {port}, {macs} are filled in (macs quoted for its shell).
 DEFAULT_RELAY_COMMAND = ("wakeonlan", "-i", "{broadcast}", "-p", "{port}", "{macs}")
@@ -89,7 +88,6 @@ class WolSender:
         relayed = {r: ts for r, ts in routes.items() if r[2] is not None}
         first_sent: dict[str, float] = {}
         errors: dict[str, str] = {}
-        lock = threading.Lock()
         count = 0
         started = self._clock()
         last = started
@@ -141,15 +139,14 @@ class WolSender:
             for _route, ts, fut in relay_futs:
                 try:
                     sent_at, n = fut.result()
-                except EndpointError as exc:
+                except LabctlError as exc:  # e.g. the relay refused us, or its credential is not set
                     for t in ts:
                         errors[t.name] = str(exc)
                     continue
-                with lock:
-                    count += n
-                    last = max(last, sent_at)
-                    for t in ts:
-                        first_sent[t.name] = sent_at
+                count += n
+                last = max(last, sent_at)
+                for t in ts:
+                    first_sent[t.name] = sent_at
         finally:
             if pool is not None:
                 pool.shutdown(wait=True)
@@ -170,7 +167,7 @@ class WolSender:
         if self.ssh is None:
             raise EndpointError(relay.endpoint, "relay Wake-on-LAN", "no SSH pool given to the WoL sender")
         argv = self.relay_argv(route[0], route[1], [t.mac for t in targets])
-        command = join_command(argv, relay.shell if relay.shell else Shell.POSIX)
+        command = join_command(argv, relay.shell)
         # one command per repeat, so the relay repeats like a local burst would
         sent_at = self._clock()
         for rnd in range(self.repeat):

@@ -95,6 +95,25 @@ def test_relay_sends_from_the_relay_host_over_ssh() -> None:
     assert d.packets == 4 and set(d.first_sent) == {"pc-1", "pc-2"}
 
 
+def test_a_relay_without_its_credential_fails_its_route_only() -> None:
+    from labctl.errors import MissingCredentialError
+
+    class NoCredentialSsh(FakeSsh):
+        def run(self, target: SshTarget, argv: object, **kw: object) -> CommandResult:
+            raise MissingCredentialError("env:RELAY_PW", target.endpoint, "export RELAY_PW=...")
+
+    relay = SshTarget("relay-01", "10.9.0.5", 22, "lab", shell=Shell.POSIX)
+    bcast = "127.91.255.255"
+    with listener(bcast) as (port, got):
+        local = WolTarget("pc-local", "00:1a:a0:07:00:01", bcast, port)
+        far = WolTarget("pc-far", "00:1a:a0:07:00:02", "10.9.255.255", 9, relay)
+        d = WolSender(repeat=1, ssh=NoCredentialSsh()).wake([local, far])  # type: ignore[arg-type]
+        wait_for(got, 1)
+    # the packet sent from here is kept, with its time; the relayed machine says why it was not sent
+    assert set(d.first_sent) == {"pc-local"} and d.packets == 1 and [mac_of(p) for p in got] == [local.mac]
+    assert set(d.errors) == {"pc-far"} and "env:RELAY_PW is not set" in d.errors["pc-far"]
+
+
 def test_repeat_must_be_positive() -> None:
     with pytest.raises(ValueError):
         WolSender(repeat=0)
