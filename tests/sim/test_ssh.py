@@ -673,6 +673,22 @@ def test_drop_fault_truncates_the_output_and_sends_no_exit_status(sim: SimSsh) -
     assert sim.run("infra-01", "hostname") == ("infra-01\r\n", "", 0)
 
 
+def test_drop_fault_cuts_an_interactive_shell_after_the_first_line(sim: SimSsh) -> None:
+    _fault(sim, FaultKind.SSH_DROP_MID_COMMAND, "pvs-01")
+    c = sim.connect("pvs-01")
+    chan = c.invoke_shell()
+    chan.settimeout(TIMEOUT)
+    chan.send(b"hostname\r\nhostname\r\n")
+    buf = b""
+    while data := chan.recv(4096):
+        buf += data
+    text = buf.decode()
+    assert text.endswith(">hostname\r\npvs-01\r\n"), text  # no prompt after it, no second command
+    assert text.count("pvs-01") == 1
+    assert chan.recv_exit_status() == -1
+    assert not _active(c)
+
+
 def test_interactive_shell_runs_lines_until_exit(sim: SimSsh) -> None:
     c = sim.connect("pvs-01")
     chan = c.invoke_shell()

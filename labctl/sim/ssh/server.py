@@ -247,13 +247,7 @@ class SshEndpoint:
             if process.command is None:
                 await self._interactive(process, io)
                 return
-            faults = self.manager.ctx.faults
-            sh = Shell(
-                self.env, io, drop_armed=faults.active(FaultKind.SSH_DROP_MID_COMMAND, self.machine.name)
-            )
-            code = await run_line(sh, process.command)
-            if sh.drop_armed:
-                await sh.drop()
+            code = await self._run(io, process.command)
             await process.stdout.drain()
             _exit(process, code)
         except (CommandDropped, asyncio.CancelledError):
@@ -275,7 +269,6 @@ class SshEndpoint:
             banner = "Microsoft Windows [Version 5.2.3790]" + CRLF + "(C) Copyright 1985-2003 Microsoft Corp."
         prompt = f"{CRLF}{home}>"
         await io.write(banner + CRLF + prompt)
-        faults = self.manager.ctx.faults
         while True:
             raw = await process.stdin.readline()
             if not raw:
@@ -288,13 +281,18 @@ class SshEndpoint:
                 process.exit(0)
                 return
             if line:
-                sh = Shell(
-                    self.env, io, drop_armed=faults.active(FaultKind.SSH_DROP_MID_COMMAND, self.machine.name)
-                )
-                await run_line(sh, line)
-                if sh.drop_armed:
-                    await sh.drop()
+                await self._run(io, line)
             await io.write(prompt)
+
+    async def _run(self, io: _ChannelIo, line: str) -> int:
+        """Run one command line; with ssh_drop_mid_command armed for it the connection drops
+        (CommandDropped) even if the command printed nothing."""
+        armed = self.manager.ctx.faults.active(FaultKind.SSH_DROP_MID_COMMAND, self.machine.name)
+        sh = Shell(self.env, io, drop_armed=armed)
+        code = await run_line(sh, line)
+        if sh.drop_armed:
+            await sh.drop()
+        return code
 
 
 class SshManager:
