@@ -7,7 +7,7 @@ the plan's criteria. The plans themselves only choose parameters.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -16,10 +16,11 @@ from labctl.inventory.model import Machine
 from labctl.lab.power import State
 from labctl.lab.session import LabSession
 from labctl.plugin.environment import LabEnvironment
+from labctl.plugin.plan_fixtures import Cell
 from labctl.plugin.plans import PlanParams
 from labctl.report import allure_helpers as A
 from labctl.scenarios.boot_storm import BootStormResult, run_boot_storm
-from labctl.scenarios.common import LabFaultError, Progress, ensure_off
+from labctl.scenarios.common import ClientBoot, LabFaultError, Progress, ensure_off
 from labctl.scenarios.copy_reboot import CopyPath, CopyRebootResult, run_copy_reboot, split_groups
 
 # What "the storm has passed" means for the copy/reboot matrix: every streaming-server counter
@@ -45,6 +46,26 @@ def _write_cache_disk(session: LabSession) -> str | None:
     vols = m.server_hardware.volumes if m and m.server_hardware else ()
     drive = next((v.drive for v in vols if v.name == cfg.write_cache_volume), None)
     return f"{m.name}/{drive}" if m and drive else None
+
+
+def _record_boots(cell: Cell, boots: Sequence[ClientBoot], end_ts: float) -> None:
+    """Each client's boot time, retries and time-to-ready as ``result`` samples stamped ``end_ts``."""
+    for c in boots:
+        cell.record(c.name, "boot_time_s", "s", c.boot_time_s, end_ts)
+        cell.record(c.name, "retries", "requests", c.retries, end_ts)
+        cell.record(c.name, "time_to_ready_s", "s", c.time_to_ready_s, end_ts)
+
+
+def _boot_summary(c: ClientBoot) -> dict[str, Any]:
+    """How one client's boot goes into the cell summary."""
+    return {
+        "boot_time_s": c.boot_time_s,
+        "retries": c.retries,
+        "ready": c.outcome == "ready",
+        "time_to_ready_s": c.time_to_ready_s,
+        "outcome": c.outcome,
+        "detail": c.detail,
+    }
 
 
 def boot_storm_cell(
@@ -78,11 +99,8 @@ def boot_storm_cell(
                 ready_timeout_s=float(params["ready_timeout_s"]),
                 progress=cell.progress,
             )
-        end = result.window_end_ts  # read at the end of the window: stamped inside it
-        for c in result.clients:
-            cell.record(c.name, "boot_time_s", "s", c.boot_time_s, end)
-            cell.record(c.name, "retries", "requests", c.retries, end)
-            cell.record(c.name, "time_to_ready_s", "s", c.time_to_ready_s, end)
+        # read at the end of the window: stamped inside it
+        _record_boots(cell, result.clients, result.window_end_ts)
         with A.step(f"restore: the {group_size} clients back to S5"):
             cell.progress(Progress("restore"))
             ensure_off(session, group)
@@ -98,17 +116,7 @@ def boot_storm_cell(
             "server": session.streaming_servers[0].name if session.streaming_servers else None,
             "write_cache_disk": _write_cache_disk(session),
             "never_ready": result.never_ready,
-            "clients": {
-                c.name: {
-                    "boot_time_s": c.boot_time_s,
-                    "retries": c.retries,
-                    "ready": c.outcome == "ready",
-                    "time_to_ready_s": c.time_to_ready_s,
-                    "outcome": c.outcome,
-                    "detail": c.detail,
-                }
-                for c in result.clients
-            },
+            "clients": {c.name: _boot_summary(c) for c in result.clients},
         }
         cell.finish(
             summary,
@@ -129,7 +137,7 @@ def _boot_everyone(session: LabSession, clients: list[Machine], timeout_s: float
 
 
 def _wait_quiet(
-    cell: Any, session: LabSession, thresholds: dict[str, float], hold_s: float, timeout_s: float
+    cell: Cell, session: LabSession, thresholds: dict[str, float], hold_s: float, timeout_s: float
 ) -> float | None:
     """Wait (lab time) until every streaming-server counter in ``thresholds`` stays below its limit
     for ``hold_s``; returns the lab time it went quiet, or None at the deadline."""
@@ -216,27 +224,15 @@ def copy_reboot_cell(
                 timeout_s=float(params["cell_timeout_s"]),
                 progress=cell.progress,
             )
-        end = result.end_ts
         for c in result.copiers:
-            cell.record(c.name, "copy_s", "s", c.copy_s, end)
-        for r in result.rebooters:
-            cell.record(r.name, "boot_time_s", "s", r.boot_time_s, end)
-            cell.record(r.name, "retries", "requests", r.retries, end)
-            cell.record(r.name, "time_to_ready_s", "s", r.time_to_ready_s, end)
+            cell.record(c.name, "copy_s", "s", c.copy_s, result.end_ts)
+        _record_boots(cell, result.rebooters, result.end_ts)
         clients_summary: dict[str, dict[str, Any]] = {
             c.name: {"role": "copier", "copy_s": c.copy_s, "ok": c.ok, "detail": c.detail}
             for c in result.copiers
         }
         for r in result.rebooters:
-            clients_summary[r.name] = {
-                "role": "rebooter",
-                "boot_time_s": r.boot_time_s,
-                "retries": r.retries,
-                "ready": r.outcome == "ready",
-                "time_to_ready_s": r.time_to_ready_s,
-                "outcome": r.outcome,
-                "detail": r.detail,
-            }
+            clients_summary[r.name] = {"role": "rebooter", **_boot_summary(r)}
         summary = {
             "cell": cell.cell_id,
             "plan": cell.plan,
