@@ -43,11 +43,10 @@ def _figures(summary: dict[str, Any]) -> dict[str, float | None]:
     judged = [c for c in clients.values() if c.get("role", "rebooter") == "rebooter"]
     boots = [float(c["boot_time_s"]) for c in judged if c.get("boot_time_s") is not None]
     retries = [float(c["retries"]) for c in judged if c.get("retries") is not None]
-    queue: dict[str, Any] = {}
     disk = summary.get("write_cache_disk")
-    for key, m in (summary.get("metrics") or {}).items():
-        if disk and key == f"typeperf/{disk}/disk_queue_len":
-            queue = m
+    queue: dict[str, Any] = (
+        (summary.get("metrics") or {}).get(f"typeperf/{disk}/disk_queue_len", {}) if disk else {}
+    )
     return {
         "boot_time_mean_s": statistics.fmean(boots) if boots else None,
         "boot_time_max_s": max(boots) if boots else None,
@@ -81,12 +80,13 @@ def side_by_side(run: RunFolder, params: PlanParams | None = None) -> SideBySide
         by_cell.setdefault(key, {})[cfg] = _figures(summary)
     table = SideBySide([{"cell": k, **v} for k, v in sorted(by_cell.items()) if all(c in v for c in CONFIGS)])
     write_json_atomic(run.path / "ha_comparison.json", {"configurations": CONFIGS, "rows": table.rows})
-    (run.path / "ha_comparison.csv").write_text(table.csv(), encoding="utf-8")
+    text = table.csv()
+    (run.path / "ha_comparison.csv").write_text(text, encoding="utf-8")
     try:
         from labctl.report import allure_helpers as A
 
         A.label_cell("ha_comparison", "side by side", "standalone vs ha")
-        A.attach_text(table.csv(), "standalone vs HA (csv)")
+        A.attach_text(text, "standalone vs HA (csv)")
         A.attach_json({"rows": table.rows}, "standalone vs HA")
     except Exception:  # Allure is a reporter here; the comparison files are already written
         pass

@@ -90,6 +90,8 @@ def test_the_2007_set_in_its_quick_profile(tmp_path: Path) -> None:
         side = list(csv.DictReader(f))
     assert {r["cell"] for r in side} == {"boot storm 5", "copy/reboot 2x2 share_to_local"}
     assert all(r["boot_time_mean_s_standalone"] and r["boot_time_mean_s_ha"] for r in side)
+    # the write-cache disk queue of each configuration's own write-cache volume
+    assert all(r["disk_queue_peak_standalone"] and r["disk_queue_peak_ha"] for r in side), side
 
     # Allure: one case per cell, labelled epic = plan, feature = scenario, story = cell
     results = _allure_results(run)
@@ -178,6 +180,11 @@ def test_ctrl_c_in_a_storm_keeps_the_measurements_and_returns_the_clients_to_s5(
         with (run / "series.csv").open() as f:
             cpu = [r for r in csv.DictReader(f) if r["metric"] == "cpu_pct"]
         assert cpu, "the samples taken before Ctrl-C are kept"
+        cell = _summaries(run)["boot_storm-standalone-004"]
+        assert cell["outcome"] == "interrupted" and "KeyboardInterrupt" in cell["error"]
+        assert any(k.endswith("/cpu_pct") for k in cell["metrics"]), (
+            "the cell's partial summary has its counters"
+        )
         assert (run / "report" / "figures.html").exists(), "the report is still built"
         # this process checks the power states itself, with the simulator's credentials (a fresh
         # clone has no default secrets file: nothing ran `labctl sim up` there)
