@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from labctl.recorder.cells import CELLS_DIR, VERDICTS_FILE, read_cell_summaries
-from labctl.recorder.series import read_series
+from labctl.recorder.series import Series, read_series
 
 # quantity prefix -> (relative tolerance, absolute tolerance)
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
@@ -127,7 +128,16 @@ def _judge(base: float, value: float, rel: float, abs_: float) -> str:
     return "ok"
 
 
-def _cell_quantities(run: Path, cell: str, summary: dict[str, Any]) -> dict[str, float]:
+def _counter_series(run: Path) -> dict[str, list[Series]]:
+    """The server counters of a run by cell: ``series.csv`` read once, not once per cell and metric."""
+    out: dict[str, list[Series]] = defaultdict(list)
+    for s in read_series(run):
+        if s.metric in COUNTER_METRICS:
+            out[s.cell].append(s)
+    return out
+
+
+def _cell_quantities(summary: dict[str, Any], counters: Sequence[Series]) -> dict[str, float]:
     out: dict[str, float] = {}
     clients = summary.get("clients") if isinstance(summary.get("clients"), dict) else {}
     assert isinstance(clients, dict)
@@ -154,8 +164,8 @@ def _cell_quantities(run: Path, cell: str, summary: dict[str, Any]) -> dict[str,
     if expected:
         out["never_booted"] = float(sum(1 for c in expected if "boot_time_s" not in c))
     for metric in COUNTER_METRICS:
-        for s in read_series(run, cell=cell, metric=metric):
-            if len(s):
+        for s in counters:
+            if s.metric == metric and len(s):
                 out[f"{metric} peak {s.entity}"] = max(s.values)
                 out[f"{metric} mean {s.entity}"] = statistics.fmean(s.values)
     return out
@@ -180,6 +190,7 @@ def compare_runs(
     now = read_cell_summaries(run)
     base = read_cell_summaries(baseline)
     result = Comparison(run.name, baseline.name)
+    counters_now, counters_base = _counter_series(run), _counter_series(baseline)
     for cell in sorted(set(now) | set(base)):
         if cell not in now:
             result.rows.append(Row(cell, "cell", "present", None, "missing"))
@@ -187,8 +198,8 @@ def compare_runs(
         if cell not in base:
             result.rows.append(Row(cell, "cell", None, "present", "new"))
             continue
-        qb = _cell_quantities(baseline, cell, base[cell])
-        qr = _cell_quantities(run, cell, now[cell])
+        qb = _cell_quantities(base[cell], counters_base.get(cell, []))
+        qr = _cell_quantities(now[cell], counters_now.get(cell, []))
         for q in sorted(set(qb) | set(qr)):
             if q not in qr:
                 result.rows.append(Row(cell, q, qb[q], None, "missing"))

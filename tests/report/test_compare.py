@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from labctl.recorder import read_series
 from labctl.recorder.cells import read_cell_summaries, write_cell_summary
 from labctl.report.compare import compare_runs
 from tests.report.synthetic import make_run
@@ -25,6 +26,11 @@ def test_same_run_is_within_tolerance(tmp_path: Path) -> None:
         "verdict",
     }
     assert "everything within tolerance" in res.text()
+    # each cell's counters come from that cell's own rows of series.csv
+    for cell in ("boot_storm-standalone-005", "boot_storm-standalone-050"):
+        (cpu,) = read_series(a, cell=cell, metric="cpu_pct", entity="pvs-01")
+        row = next(r for r in res.rows if r.cell == cell and r.quantity == "cpu_pct peak pvs-01")
+        assert row.run == row.baseline == max(cpu.values)
 
 
 def test_slower_boots_a_lost_cell_and_a_worse_verdict_regress(tmp_path: Path) -> None:
