@@ -183,11 +183,9 @@ class TwinModel:
                 hwm.fs_cache_mb(topo.servers[topo.share_server].hw, p),
                 p.cache_working_set_trim_s,
             )
-        self.client_cache_key = np.array(
-            [sorted(self.caches).index(s) if s in self.caches else -1 for s in topo.client_server],
-            dtype=np.int64,
-        )
         self.cache_keys = sorted(self.caches)
+        key_of = {name: k for k, name in enumerate(self.cache_keys)}
+        self.client_cache_key = np.array([key_of.get(s, -1) for s in topo.client_server], dtype=np.int64)
         self.chunk = np.zeros(n, dtype=np.int64)  # image chunk each client reads now
         # --- machines other than clients ---
         self.boxes: dict[str, Box] = {}
@@ -713,7 +711,6 @@ class TwinModel:
         self.st_writes[vol] += writes[vol]
         self.st_bytes_r[vol] += reads[vol] * self.p.cache_read_io_kb * KB
         # write bytes: per station, from the clients' write sizes
-        roles = extra["roles"]
         rate = sol.rate
         p_w = 1.0 - d.p_read
         wbytes = (rate * p_w)[:, None] * d.visit_w * dt * self._write_bytes(act, extra)[:, None]
@@ -727,7 +724,6 @@ class TwinModel:
             self.ctrl_n += np.where(self.ctrl_cap > 0, writes * (1.0 - full) * vol, 0.0)
             with np.errstate(divide="ignore", invalid="ignore"):
                 self.ctrl_size = np.where(self.ctrl_n > 0, self.ctrl_fill / self.ctrl_n, self.ctrl_size)
-        del roles
         # retries: each request outliving the timeout is re-sent
         t_out = self.p.udp_timeout_ms / 1e3
         p_r = d.p_read
