@@ -29,25 +29,18 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from labctl.cli import inventory_cmd
+    from labctl.cli import check_cmd, compare_cmd, inventory_cmd, power_cmd, report_cmd, run_cmd, sim_cmd
 
-    cli.add_command(inventory_cmd.inventory)
-    # Optional groups: each lands with its own issue; a missing module just means not built yet.
-    for module, attr in [
-        ("labctl.cli.sim_cmd", "sim"),
-        ("labctl.cli.check_cmd", "check"),
-        ("labctl.cli.power_cmd", "power"),
-        ("labctl.cli.run_cmd", "run"),
-        ("labctl.cli.report_cmd", "report"),
-        ("labctl.cli.compare_cmd", "compare"),
-    ]:
-        try:
-            mod = __import__(module, fromlist=[attr])
-        except ModuleNotFoundError as exc:
-            if exc.name == module:
-                continue
-            raise
-        cli.add_command(getattr(mod, attr))
+    for command in (
+        inventory_cmd.inventory,
+        sim_cmd.sim,
+        check_cmd.check,
+        power_cmd.power,
+        run_cmd.run,
+        report_cmd.report,
+        compare_cmd.compare,
+    ):
+        cli.add_command(command)
 
 
 _register()

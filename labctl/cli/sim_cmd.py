@@ -13,6 +13,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from labctl.cli.calibrate_cmd import calibrate
 from labctl.cli.common import config_option, lab_option
 from labctl.errors import EXIT_FAILED, EXIT_OK
 from labctl.inventory.load import display_path
@@ -233,14 +234,4 @@ def down(state_dir: Path | None) -> None:
     click.echo("stopped " + ", ".join(f"{p.role} (pid {p.pid})" for p in state.processes))
 
 
-def _register_optional() -> None:
-    try:
-        from labctl.cli.calibrate_cmd import calibrate
-    except ModuleNotFoundError as exc:
-        if exc.name != "labctl.cli.calibrate_cmd":
-            raise
-        return
-    sim.add_command(calibrate)
-
-
-_register_optional()
+sim.add_command(calibrate)
