@@ -174,12 +174,12 @@ class SeriesStore:
         return out
 
 
-def _fmt_value(v: float) -> str:
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return repr(float(v))
+def csv_row(
+    cell: str, source: str, entity: str, metric: str, unit: str, ts: float, value: float
+) -> tuple[str, ...]:
+    """One line of ``series.csv`` in :data:`SERIES_COLUMNS` order (also for attachments of series).
+    Values are written exactly (``repr``); ``nan`` / ``inf`` / ``-inf`` as such."""
+    return (cell, source, entity, metric, unit, iso_utc(ts), ts_s(ts), repr(float(value)))
 
 
 class _Appender:
@@ -222,19 +222,7 @@ class SeriesWriter(_Appender):
             self._append(_csv_text([SERIES_COLUMNS]))
 
     def write(self, cell: str, samples: Iterable[Sample]) -> int:
-        rows = [
-            (
-                cell,
-                s.source,
-                s.entity,
-                s.metric,
-                s.unit,
-                iso_utc(s.source_ts),
-                ts_s(s.source_ts),
-                _fmt_value(s.value),
-            )
-            for s in samples
-        ]
+        rows = [csv_row(cell, s.source, s.entity, s.metric, s.unit, s.source_ts, s.value) for s in samples]
         return len(rows) if rows and self._append(_csv_text(rows)) else 0
 
 

@@ -151,14 +151,14 @@ def attach_file(path: str | Path, name: str | None = None) -> None:
 
 def series_csv(series: Sequence[Series]) -> str:
     """Series in the columns of ``series.csv`` (one file format for readers)."""
-    from labctl.recorder.series import SERIES_COLUMNS, iso_utc, ts_s
+    from labctl.recorder.series import SERIES_COLUMNS, csv_row
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(SERIES_COLUMNS)
     for s in series:
         for t, v in zip(s.ts, s.values, strict=True):
-            w.writerow((s.cell, s.source, s.entity, s.metric, s.unit, iso_utc(t), ts_s(t), repr(float(v))))
+            w.writerow(csv_row(s.cell, s.source, s.entity, s.metric, s.unit, t, v))
     return buf.getvalue()
 
 

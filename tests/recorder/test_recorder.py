@@ -250,6 +250,26 @@ def test_a_torn_last_row_with_every_column_is_not_read_as_a_value(tmp_path: Path
     assert s.values == (1.0,) and s.ts == (10.0,)
 
 
+def test_series_rows_on_disk_and_in_attachments_are_the_same(tmp_path: Path) -> None:
+    from labctl.report.allure_helpers import series_csv
+
+    samples = [
+        Sample("unity", "lun-01", "latency_ms", "ms", 1_194_256_800.0 + i, v)
+        for i, v in enumerate([0.1, float("nan"), float("inf"), float("-inf"), 3])
+    ]
+    with Recorder(tmp_path, [], clock=FAST) as rec, rec.cell("c"):
+        rec.record_samples(samples)
+    text = (tmp_path / "series.csv").read_text()
+    assert text.splitlines()[1:] == [
+        "c,unity,lun-01,latency_ms,ms,2007-11-05T10:00:00.000Z,1194256800.000,0.1",
+        "c,unity,lun-01,latency_ms,ms,2007-11-05T10:00:01.000Z,1194256801.000,nan",
+        "c,unity,lun-01,latency_ms,ms,2007-11-05T10:00:02.000Z,1194256802.000,inf",
+        "c,unity,lun-01,latency_ms,ms,2007-11-05T10:00:03.000Z,1194256803.000,-inf",
+        "c,unity,lun-01,latency_ms,ms,2007-11-05T10:00:04.000Z,1194256804.000,3.0",
+    ]
+    assert series_csv(read_series(tmp_path)) == text
+
+
 def test_wait_back_to_baseline(tmp_path: Path) -> None:
     clock = LabClock(scale=1000.0)
     rec = Recorder(tmp_path, [], clock=clock, interval_s=1.0)
