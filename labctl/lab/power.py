@@ -149,21 +149,31 @@ class Power:
                 progress(o)
 
         by_kind = kinds(machines)
-        runners: list[Callable[[], None]] = []
+        runners: dict[MachineKind, Callable[[], None]] = {}
         if MachineKind.CLIENT in by_kind:
-            runners.append(lambda: self._clients(action, by_kind[MachineKind.CLIENT], force, done))
+            runners[MachineKind.CLIENT] = lambda: self._clients(
+                action, by_kind[MachineKind.CLIENT], force, done
+            )
         if MachineKind.SERVER in by_kind:
-            runners.append(lambda: self._servers(action, by_kind[MachineKind.SERVER], force, done))
+            runners[MachineKind.SERVER] = lambda: self._servers(
+                action, by_kind[MachineKind.SERVER], force, done
+            )
         if MachineKind.VM in by_kind:
-            runners.append(lambda: self._vms(action, by_kind[MachineKind.VM], done))
-        threads = [threading.Thread(target=self._guard(r, action), daemon=True) for r in runners]
+            runners[MachineKind.VM] = lambda: self._vms(action, by_kind[MachineKind.VM], done)
+        crashes: dict[MachineKind, str] = {}  # what stopped a backend, e.g. a credential not set
+        threads = [
+            threading.Thread(target=self._guard(r, action, k, crashes), daemon=True)
+            for k, r in runners.items()
+        ]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         for m in machines:  # a backend that died before reporting a machine still reports it
             if m.name not in outcomes:
-                done(PowerOutcome(m.name, m.kind.value, False, "no outcome from the backend"), None)
+                why = crashes.get(m.kind)
+                detail = f"no outcome from the backend: {why}" if why else "no outcome from the backend"
+                done(PowerOutcome(m.name, m.kind.value, False, detail), None)
         spread_wall = (max(wall_stamps) - min(wall_stamps)) if wall_stamps else 0.0
         report = PowerReport(
             action.value,
@@ -186,14 +196,15 @@ class Power:
         )
         return report
 
-    def _guard(self, runner: Callable[[], None], action: Action) -> Callable[[], None]:
+    def _guard(
+        self, runner: Callable[[], None], action: Action, kind: MachineKind, crashes: dict[MachineKind, str]
+    ) -> Callable[[], None]:
         def run() -> None:
             try:
                 runner()
-            except Exception as exc:  # reported per machine by act()
-                self.s.timeline.append(
-                    "error", "", action=action.value, detail=f"{type(exc).__name__}: {exc}"
-                )
+            except Exception as exc:  # reported per machine by act(), with this reason
+                crashes[kind] = f"{type(exc).__name__}: {exc}"
+                self.s.timeline.append("error", "", action=action.value, detail=crashes[kind])
 
         return run
 
