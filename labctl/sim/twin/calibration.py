@@ -178,6 +178,7 @@ def calibrate(
     conf = lab.configuration
     server = conf.streaming_servers[0] if conf else lab.servers[0].name
     wc = f"{conf.write_cache_server}:{conf.write_cache_volume}" if conf else ""
+    published = conf is not None and conf.name == "standalone"
     rows: list[Row] = []
     measured: dict[int, float] = {}
     for n in sizes:
@@ -203,9 +204,8 @@ def calibrate(
             end_queue=m["end_queue"],
             end_nic_pct=m["end_nic"],
         )
-        row.checks = _row_checks(row, conf is not None and conf.name == "standalone")
+        row.checks = _row_checks(row, published)
         rows.append(row)
-    published = conf is not None and conf.name == "standalone"
     return Calibration(lab, rows, _trend_checks(rows, published), server, wc)
 
 
