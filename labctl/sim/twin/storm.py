@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from labctl.inventory.model import Lab, Machine
+from labctl.inventory.model import Lab, Machine, MachineKind
 from labctl.sim.twin.interface import PowerAction
 from labctl.sim.twin.model import TwinModel
 from labctl.sim.twin.topology import StationKind
@@ -57,7 +57,7 @@ class StormResult:
 def scaled_lab(lab: Lab, clients: int) -> Lab:
     """The same lab with ``clients`` clients cloned from the first one (names, MACs, IPs)."""
     proto = lab.clients[0]
-    others = {k: m for k, m in lab.machines.items() if m.name not in {c.name for c in lab.clients}}
+    others = {k: m for k, m in lab.machines.items() if m.kind is not MachineKind.CLIENT}
     stem = proto.name.rsplit("-", 1)[0] if "-" in proto.name else proto.name
     width = max(3, len(str(clients)))
     new: dict[str, Machine] = {}
