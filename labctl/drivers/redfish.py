@@ -29,7 +29,7 @@ from urllib.parse import urlparse
 import redfish
 import requests
 import urllib3
-from redfish.rest.v1 import HttpClient, RestResponse, RetriesExhaustedError
+from redfish.rest.v1 import HttpClient, JsonDecodingError, RestResponse, RetriesExhaustedError
 
 from labctl.drivers.base import Backoff, KeyedLimits, TlsAdapter, parse_retry_after, requests_verify, tls_fix
 from labctl.drivers.readings import Reading
@@ -166,7 +166,7 @@ class RedfishClient:
                 client._session.trust_env = False  # no proxies or .netrc from the environment
                 self._client = client
                 root = self._call("GET", "/redfish/v1/", action="read the service root", auth=False)
-                self.root = root.dict if root.status == 200 else {}
+                self.root = self._json_body(root, "read the service root") if root.status == 200 else {}
                 self._login(client, password)
             except BaseException:
                 self._drop_client()
@@ -298,7 +298,21 @@ class RedfishClient:
         resp = self._call("GET", path, action=action)
         if resp.status != 200:
             raise self._status_error(action, resp)
-        data = resp.dict
+        return self._json_body(resp, action)
+
+    def _json_body(self, resp: RestResponse, action: str) -> dict[str, Any]:
+        """The JSON object of a response; a body that is not JSON (a proxy's page, a BMC
+        rebooting its web server) is an error naming the BMC, not the library's traceback."""
+        try:
+            data = resp.dict
+        except JsonDecodingError:
+            raise RedfishError(
+                self.endpoint,
+                action,
+                f"HTTP {resp.status} with a body that is not JSON: {(resp.text or '')[:120]!r}",
+                "check that the URL points at the BMC's Redfish service and not at a proxy",
+                status=resp.status,
+            ) from None
         return data if isinstance(data, dict) else {}
 
     def post(self, path: str, body: dict[str, Any], *, action: str) -> RestResponse:

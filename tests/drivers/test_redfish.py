@@ -71,6 +71,28 @@ def test_expired_session_logs_in_once_more_and_the_request_goes_through(idrac) -
     assert svc.active_sessions() == 0  # and the fresh session is the one logged out
 
 
+def test_a_body_that_is_not_json_is_an_error_naming_the_bmc(idrac) -> None:
+    from labctl.sim.http import Response
+
+    svc = idrac.by_name()["pvs-01"]
+    orig = svc.handle
+
+    def html_for_the_system(req):
+        if req.path == "/redfish/v1/Systems/System.Embedded.1":
+            return Response(200, b"<html>proxy sign-in</html>", [], "text/html")
+        return orig(req)
+
+    with RedfishClient("pvs-01", verified(idrac), timeout_s=5, backoff=FAST) as rf:
+        svc.handle = html_for_the_system
+        try:
+            with pytest.raises(RedfishError, match="not JSON") as ei:
+                rf.power_state()
+        finally:
+            svc.handle = orig
+    assert "pvs-01 BMC" in str(ei.value) and "read the system" in str(ei.value)
+    assert ei.value.status == 200
+
+
 def test_reset_type_is_checked_before_sending(idrac) -> None:
     with (
         RedfishClient("pvs-01", verified(idrac), timeout_s=5, backoff=FAST) as rf,
