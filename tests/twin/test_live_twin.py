@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from labctl.clock import LabClock
+from labctl.errors import UnknownTargetError
 from labctl.inventory.faults import FaultKind, FaultSpec
 from labctl.inventory.model import Lab
 from labctl.sim.faults import FaultBook
@@ -252,8 +253,16 @@ def test_same_seed_same_storm(lab: Lab) -> None:
 
 def test_unknown_machines_are_refused(lab: Lab, clock) -> None:
     twin = make(lab, clock)
-    with pytest.raises(Exception, match="no-such-box"):
+    with pytest.raises(UnknownTargetError, match="no-such-box"):
         twin.power_state("no-such-box")
+    for ask in (twin.is_os_up, twin.boot_count, lambda m: twin.power(m, PowerAction.ON)):
+        with pytest.raises(UnknownTargetError, match="no-such-box"):
+            ask("no-such-box")
+    with pytest.raises(UnknownTargetError, match="no-such-box"):
+        twin.server_counters("no-such-box")
+    # a known machine without server hardware is named, not a crash deep in the model
+    with pytest.raises(KeyError, match=lab.clients[0].name):
+        twin.server_counters(lab.clients[0].name)
 
 
 def test_live_on_the_lab_clock_from_several_threads(lab: Lab) -> None:
