@@ -98,6 +98,7 @@ class GuestUpdater:
         self._threads: list[threading.Thread] = []
         self._watch_si: Any = None
         self._ready_si: Any = None
+        self._collector: Any = None  # the watcher's property collector (set by _init_filter)
 
     # --- lifecycle -----------------------------------------------------------------------------
     def _connect(self) -> Any:
@@ -124,7 +125,8 @@ class GuestUpdater:
         last: Exception | None = None
         while time.monotonic() < deadline and not self._stop.is_set():
             try:
-                self._watch_si = self._connect()
+                if self._watch_si is None:  # kept from an earlier try where only the second failed
+                    self._watch_si = self._connect()
                 self._ready_si = self._connect()
                 break
             except Exception as exc:  # not listening yet, or still building its inventory
@@ -145,10 +147,9 @@ class GuestUpdater:
 
     def stop(self) -> None:
         self._stop.set()
-        collector = getattr(self, "_collector", None)
-        if collector is not None:
+        if self._collector is not None:
             try:
-                collector.CancelWaitForUpdates()  # the watcher's long poll returns at once
+                self._collector.CancelWaitForUpdates()  # the watcher's long poll returns at once
             except Exception:
                 pass
         for t in self._threads:
