@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 _env_key = pytest.StashKey[LabEnvironment]()
 _allure_dir_key = pytest.StashKey[Path]()
+_param_errors_key = pytest.StashKey[list[str]]()
 
 
 def add_options(group: Any) -> None:
@@ -94,7 +95,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     try:
         params = plan_params_for(metafunc.config, Path(metafunc.definition.path), plan)
     except BadInputError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        # raised here, even a UsageError is a collection error: a traceback and pytest's
+        # "interrupted". Kept for :func:`raise_plan_param_errors` once collection is done.
+        errors = metafunc.config.stash.setdefault(_param_errors_key, [])
+        if str(exc) not in errors:
+            errors.append(str(exc))
+        return
     names = [n for n in metafunc.definition._fixtureinfo.argnames if isinstance(params.get(f"{n}s"), list)]
     if not names:
         return
@@ -105,6 +111,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize(names[0], [v[0] for v in values], ids=ids)
     else:
         metafunc.parametrize(names, values, ids=ids)
+
+
+def raise_plan_param_errors(config: pytest.Config) -> None:
+    """A bad plan file or ``--plan-param`` stops the session as a usage error, one line each."""
+    errors = config.stash.get(_param_errors_key, [])
+    if errors:
+        raise pytest.UsageError("\n".join(errors))
 
 
 @pytest.fixture

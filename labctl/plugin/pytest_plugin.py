@@ -136,7 +136,9 @@ def _uses(items: list[pytest.Item], fixture: str) -> bool:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Load the lab before the first test when any selected test needs it: a typo in the
-    inventory is a usage error of the whole session, reported once as the inventory's own lines."""
+    inventory is a usage error of the whole session, reported once as the inventory's own lines;
+    so is a bad plan parameter file or ``--plan-param``."""
+    plan_fixtures.raise_plan_param_errors(session.config)
     if _uses(session.items, "lab") or _uses(session.items, "run_folder"):
         try:
             _load(session.config)

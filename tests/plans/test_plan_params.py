@@ -65,3 +65,24 @@ def test_cells_are_parametrised_with_readable_ids(pytester: pytest.Pytester) -> 
     result.stdout.fnmatch_lines(["test_demo.py::test_storm[1]", "test_demo.py::test_matrix[2x2-1]"])
     result = pytester.runpytest("-q", "--plan-param", "group_sizes=5")
     result.assert_outcomes(passed=3)
+
+
+def test_a_bad_plan_param_stops_the_session_as_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".params.yaml", demo=PLAN)
+    pytester.makepyfile(
+        test_demo="""
+        import pytest
+        pytestmark = pytest.mark.plan("demo")
+
+        def test_storm(group_size):
+            raise AssertionError("must not run")
+
+        def test_matrix(split, group_size):
+            raise AssertionError("must not run")
+        """
+    )
+    result = pytester.runpytest("--plan-param", "windows=5")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # not a collection error, not "interrupted"
+    err = result.stderr.str()
+    assert err.count("--plan-param 'windows=5': plan 'demo' has no parameter 'windows'") == 1, err
+    assert "Traceback" not in err + result.stdout.str() and "must not run" not in result.stdout.str()
