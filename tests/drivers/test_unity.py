@@ -97,6 +97,26 @@ def test_wrong_password_and_missing_header_are_clear(tmp_path: Path, monkeypatch
         assert "secret:sim.unity_password" in msg and "nope" not in msg
 
 
+def test_a_body_that_is_not_json_is_an_error_naming_the_array(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from labctl.sim.http import Response
+
+    write_secrets(tmp_path, monkeypatch)
+    with endpoints(tmp_path, "labctl.sim.unity") as parts, UnityDriver(array_of(parts), timeout_s=5) as drv:
+        svc = parts.endpoints[0]
+        orig = svc.handle
+        svc.handle = lambda req: (
+            Response(200, b"<html>maintenance</html>", [], "text/html") if "/lun/" in req.path else orig(req)
+        )
+        try:
+            with pytest.raises(UnityError, match="not JSON") as ei:
+                drv.lun_names()
+        finally:
+            svc.handle = orig
+        assert "unity-01" in str(ei.value) and "list LUNs" in str(ei.value)
+
+
 def test_tls_verified_against_the_inventory_ca(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_secrets(tmp_path, monkeypatch)
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)

@@ -243,7 +243,20 @@ class UnityDriver(StorageDriver):
         resp = self._request("GET", path, action, params=params)
         if resp.status_code != 200:
             raise self._status_error(action, resp)
-        data = resp.json()
+        return self._json(resp, action)
+
+    def _json(self, resp: requests.Response, action: str) -> dict[str, Any]:
+        """The JSON object of a response; a body that is not JSON is an error naming the array."""
+        try:
+            data = resp.json()
+        except ValueError:
+            raise UnityError(
+                self.endpoint,
+                action,
+                f"HTTP {resp.status_code} with a body that is not JSON: {(resp.text or '')[:120]!r}",
+                "check that the URL points at the array's management REST API",
+                status=resp.status_code,
+            ) from None
         return data if isinstance(data, dict) else {}
 
     def _status_error(self, action: str, resp: requests.Response) -> UnityError:
@@ -312,7 +325,11 @@ class UnityDriver(StorageDriver):
         )
         if resp.status_code not in (200, 201):
             raise self._status_error(action, resp)
-        content = resp.json().get("content", {})
+        content = self._json(resp, action).get("content") or {}
+        if "id" not in content:
+            raise UnityError(
+                self.endpoint, action, "the array answered without a query id", status=resp.status_code
+            )
         self._query_id = int(content["id"])
         self._query_paths = tuple(COUNTER_PATHS)
         self._query_interval = interval
@@ -344,7 +361,7 @@ class UnityDriver(StorageDriver):
             return []
         if resp.status_code != 200:
             raise self._status_error(action, resp)
-        return self._parse_results(resp.json())
+        return self._parse_results(self._json(resp, action))
 
     def _parse_results(self, data: dict[str, Any]) -> list[LunCounters]:
         """Complete readings (every counter path present) newer than the newest already returned.
