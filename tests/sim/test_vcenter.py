@@ -16,10 +16,17 @@ from pyVmomi import vim
 
 from labctl.errors import BadInputError
 from labctl.inventory import load_lab, resolve_credential
+from labctl.inventory.faults import FaultKind, FaultSpec
 from labctl.inventory.model import Lab
 from labctl.sim.certs import CA_FILE
 from labctl.sim.lab import SimulatedLab
-from labctl.sim.vcenter.topology import TASK_LATENCY_LAB_S, host_names, simulator_config, topology
+from labctl.sim.vcenter.topology import (
+    TASK_LATENCY_LAB_S,
+    fault_entries,
+    host_names,
+    simulator_config,
+    topology,
+)
 from tests.labfiles import make_test_lab
 
 DEADLINE_S = 10.0
@@ -62,6 +69,20 @@ def test_task_latency_is_in_lab_seconds(lab: Lab) -> None:
     assert cfg["datacenters"][0]["clusters"][0]["hosts"] == host_names(
         lab.vcenters["vc-01"].datacenters[0].clusters[0]
     )
+
+
+def test_task_faults_name_their_vms_in_wall_seconds(lab: Lab) -> None:
+    topo = topology(lab, lab.vcenters["vc-01"])
+    faults = [
+        FaultSpec(kind=FaultKind.VCENTER_TASK_FAILS, targets=("vdi-[002-003]", "vdi-999"), after_s=120),
+        FaultSpec(kind=FaultKind.VCENTER_TASK_FAILS, targets=("vc-01",), probability=0.5),
+        FaultSpec(kind=FaultKind.VCENTER_TASK_FAILS, targets=("other-vm",)),  # not this vCenter's
+        FaultSpec(kind=FaultKind.CLIENT_NEVER_WAKES, targets=("vdi-001",)),  # not a vCenter fault
+    ]
+    assert fault_entries(topo, faults, time_scale=60) == [
+        {"vms": ["vdi-002", "vdi-003"], "after_wall_s": 2.0, "probability": 1.0},
+        {"vms": [v.name for v in topo.vms], "after_wall_s": 0.0, "probability": 0.5},
+    ]
 
 
 # --- over the wire -------------------------------------------------------------------------------
