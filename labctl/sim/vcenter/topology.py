@@ -100,13 +100,17 @@ def topology(lab: Lab, vc: VCenter) -> Topology:
     return Topology(vc, addr, port, tuple(dcs), hosts, tuple(vms))
 
 
+def _targets(f: FaultSpec) -> set[str]:
+    return {n for t in f.targets for n in expand_names(t)}
+
+
 def vm_faults(faults: list[FaultSpec] | tuple[FaultSpec, ...], topo: Topology) -> list[FaultSpec]:
     names = {v.name for v in topo.vms}
     out = []
     for f in faults:
         if f.kind is not FaultKind.VCENTER_TASK_FAILS:
             continue
-        targets = {n for t in f.targets for n in expand_names(t)}
+        targets = _targets(f)
         if targets & names or topo.vcenter.name in targets:
             out.append(f)
     return out
@@ -117,7 +121,7 @@ def fault_entries(topo: Topology, faults: list[FaultSpec], time_scale: float) ->
     vm_names = [v.name for v in topo.vms]
     out = []
     for f in vm_faults(faults, topo):
-        targets = {n for t in f.targets for n in expand_names(t)}
+        targets = _targets(f)
         vms = vm_names if topo.vcenter.name in targets else [n for n in vm_names if n in targets]
         out.append({"vms": vms, "after_wall_s": f.after_s / time_scale, "probability": f.probability})
     return out
