@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -230,7 +230,7 @@ class Cell:
         *,
         window: tuple[float, float],
         expected: dict[str, list[str]] | None = None,
-        figures: list[tuple[str, Any]] = (),  # type: ignore[assignment]
+        figures: Sequence[tuple[str, Any]] = (),
     ) -> None:
         """Write the cell summary, attach evidence, judge the criteria; raise on a failed cell."""
         from labctl.criteria import evaluate, load_criteria
