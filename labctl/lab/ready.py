@@ -51,10 +51,19 @@ class Readiness:
 class _Tracker:
     """Shared bookkeeping: who is ready, who was seen down, last error per machine."""
 
-    def __init__(self, session: LabSession, machines: list[Machine], expect_boot: bool):
+    def __init__(
+        self,
+        session: LabSession,
+        machines: list[Machine],
+        expect_boot: bool,
+        stop: threading.Event | None = None,
+    ):
         self.s = session
         self.machines = machines
         self.expect_boot = expect_boot
+        self.stop = (
+            stop if stop is not None else threading.Event()
+        )  # set by the caller (Ctrl-C, a failed cell): watchers end at their next poll
         self.lock = threading.Lock()
         self.ready: dict[str, Readiness] = {}
         self.seen_down: set[str] = set()
@@ -110,15 +119,15 @@ class _Tracker:
         return True
 
 
-def _sleep_poll(session: LabSession, deadline: float) -> bool:
-    """Sleep one poll interval, not past the deadline; False once the deadline has passed."""
+def _sleep_poll(session: LabSession, deadline: float, stop: threading.Event) -> bool:
+    """Sleep one poll interval, not past the deadline; False once the deadline has passed or the
+    wait was stopped."""
     clock = session.clock
     remaining = deadline - clock.now()
-    if remaining <= 0:
+    if remaining <= 0 or stop.is_set():
         return False
     wall = max(session.settings.ready_poll_min_wall_s, clock.to_wall_s(session.settings.ready_poll_lab_s))
-    time.sleep(min(wall, clock.to_wall_s(remaining)))
-    return True
+    return not stop.wait(min(wall, clock.to_wall_s(remaining)))
 
 
 def _answers(session: LabSession, m: Machine) -> tuple[bool, str]:
@@ -195,7 +204,7 @@ def _watch_clients(t: _Tracker, clients: list[Machine], deadline: float) -> None
 
             with ThreadPoolExecutor(max_workers=min(64, len(ssh_check))) as pool:
                 list(pool.map(probe, ssh_check))
-        if not _sleep_poll(s, deadline):
+        if not _sleep_poll(s, deadline, t.stop):
             return
 
 
@@ -224,7 +233,7 @@ def _watch_servers(t: _Tracker, servers: list[Machine], deadline: float) -> None
             return
         with ThreadPoolExecutor(max_workers=min(s.settings.redfish_workers, len(pending))) as pool:
             list(pool.map(one, pending))
-        if not _sleep_poll(s, deadline):
+        if not _sleep_poll(s, deadline, t.stop):
             return
 
 
@@ -281,17 +290,21 @@ def wait_ready(
     timeout_s: float | None = None,
     deadline: float | None = None,
     expect_boot: bool = False,
+    stop: threading.Event | None = None,
 ) -> dict[str, Readiness]:
     """Wait until every machine is ready or the deadline (lab time) passes; one outcome each.
 
-    Give ``timeout_s`` (lab seconds from now) or ``deadline`` (absolute lab time).
+    Give ``timeout_s`` (lab seconds from now) or ``deadline`` (absolute lab time). Setting ``stop``
+    (from another thread) ends the wait early: machines not ready by then get a "timeout" outcome
+    that says the wait was stopped.
     """
     clock = session.clock
     if deadline is None:
         if timeout_s is None:
             raise ValueError("give timeout_s or deadline")
         deadline = clock.now() + timeout_s
-    tracker = _Tracker(session, machines, expect_boot)
+    tracker = _Tracker(session, machines, expect_boot, stop)
+    stop = tracker.stop
     by_kind = kinds(machines)
     watchers: list[Callable[[], None]] = []
     if MachineKind.CLIENT in by_kind:
@@ -317,8 +330,12 @@ def wait_ready(
     # a watcher blocked in a network call past the deadline must not hold the caller: give each
     # the time to its deadline plus the longest single call it may be in
     grace = max(session.settings.redfish_timeout_s, session.settings.ssh_connect_timeout_s) + 5
+    join_until = time.monotonic() + max(0.0, clock.to_wall_s(deadline - clock.now())) + grace
     for th in threads:
-        th.join(timeout=max(0.0, clock.to_wall_s(deadline - clock.now())) + grace)
+        # in slices, so a stop ends the wait even while a watcher sits in a long network call
+        while th.is_alive() and not stop.is_set() and time.monotonic() < join_until:
+            th.join(timeout=min(0.2, max(0.0, join_until - time.monotonic())))
+    stopped = stop.is_set()
     out: dict[str, Readiness] = {}
     with tracker.lock:
         for m in machines:
@@ -332,9 +349,8 @@ def wait_ready(
                 out[m.name] = Readiness(m.name, m.kind.value, "error", detail="; ".join(crashes))
             else:
                 last = tracker.last.get(m.name) or tracker.errors.get(m.name) or "never seen"
-                out[m.name] = Readiness(
-                    m.name, m.kind.value, "timeout", detail=f"not ready by the deadline: {last}"
-                )
+                why = "wait stopped before it was ready" if stopped else "not ready by the deadline"
+                out[m.name] = Readiness(m.name, m.kind.value, "timeout", detail=f"{why}: {last}")
     for m in machines:
         r = out[m.name]
         if r.state != "ready":

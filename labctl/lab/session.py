@@ -197,6 +197,7 @@ class LabSession:
         *,
         deadline: float | None = None,
         expect_boot: bool = False,
+        stop: threading.Event | None = None,
     ) -> dict[str, Readiness]:
         """Wait until each machine is up; see :func:`labctl.lab.ready.wait_ready`."""
         from labctl.lab.ready import wait_ready
@@ -205,7 +206,9 @@ class LabSession:
             selector if selector and isinstance(selector, list) and isinstance(selector[0], Machine) else None
         )
         ms: list[Machine] = machines if machines is not None else self.machines(selector)  # type: ignore[arg-type]
-        return wait_ready(self, ms, timeout_s=timeout_s, deadline=deadline, expect_boot=expect_boot)
+        return wait_ready(
+            self, ms, timeout_s=timeout_s, deadline=deadline, expect_boot=expect_boot, stop=stop
+        )
 
     def state_changed(self, machine: Machine, state: str, source: str, **detail: object) -> None:
         """Append a ``power.state`` event when a machine's observed state differs from the last one."""

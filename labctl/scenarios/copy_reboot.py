@@ -140,26 +140,35 @@ def run_copy_reboot(
         return CopyOutcome(m.name, ok, t1 - t0 if ok else None, detail)
 
     unsubscribe = session.timeline.subscribe(on_event)
+    stop_watching = threading.Event()
+    watch = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reboot-watch")
+    pool = ThreadPoolExecutor(max_workers=max(1, len(copiers)), thread_name_prefix="copy")
+    finished = False
     try:
         progress(Progress("copy+reboot", 0, total))
-        with (
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="reboot-watch") as watch,
-            ThreadPoolExecutor(max_workers=max(1, len(copiers)), thread_name_prefix="copy") as pool,
-        ):
-            # Watch the rebooters before the reboot goes out: dispatching a group over SSH can take
-            # longer (in lab time, on a fast simulated clock) than a client needs to go down and
-            # come back, and a reboot is only seen if the client is seen down first.
-            watching = (
-                watch.submit(session.wait_ready, rebooters, deadline=deadline, expect_boot=True)
-                if rebooters
-                else None
+        # Watch the rebooters before the reboot goes out: dispatching a group over SSH can take
+        # longer (in lab time, on a fast simulated clock) than a client needs to go down and come
+        # back, and a reboot is only seen if the client is seen down first.
+        watching = (
+            watch.submit(
+                session.wait_ready, rebooters, deadline=deadline, expect_boot=True, stop=stop_watching
             )
-            futures = [pool.submit(copy_one, m) for m in copiers]
-            report = session.power.reboot([m.name for m in rebooters]) if rebooters else None
-            readiness = watching.result() if watching is not None else {}
-            copies = [f.result() for f in futures]
+            if rebooters
+            else None
+        )
+        futures = [pool.submit(copy_one, m) for m in copiers]
+        report = session.power.reboot([m.name for m in rebooters]) if rebooters else None
+        readiness = watching.result() if watching is not None else {}
+        copies = [f.result() for f in futures]
+        finished = True
     finally:
         unsubscribe()
+        # On Ctrl-C or a failure, do not sit out the reboot watch and the copies (up to the cell
+        # timeout on a real lab): the caller restores power, which also ends the copies' sessions.
+        if not finished:
+            stop_watching.set()
+        watch.shutdown(wait=finished, cancel_futures=not finished)
+        pool.shutdown(wait=finished, cancel_futures=not finished)
     end = clock.now()
 
     devices, _errors = session.power.device_status() if rebooters else ({}, {})

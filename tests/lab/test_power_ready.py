@@ -95,3 +95,25 @@ def test_mixed_group_runs_every_backend_and_times_out_per_machine(sim, tmp_path,
     ready = s.wait_ready(["optiplex-004", "vdi-005", "pvs-01"], timeout_s=120)
     assert all(r.ready for r in ready.values()), ready
     s.power.off("optiplex-004,vdi-005")
+
+
+def test_a_stopped_wait_returns_at_once_with_the_machine_not_ready(session_for) -> None:
+    """Ctrl-C in a copy/reboot cell stops the reboot watch: it must not sit out its deadline."""
+    import threading
+
+    s = session_for()
+    stop = threading.Event()
+    result: dict[str, object] = {}
+    # optiplex-003 never wakes; 3,600 lab s is a minute of wall time at 60x
+    waiter = threading.Thread(
+        target=lambda: result.update(s.wait_ready(["optiplex-003"], timeout_s=3600, stop=stop)), daemon=True
+    )
+    waiter.start()
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    stop.set()
+    waiter.join(timeout=30)
+    assert not waiter.is_alive(), "wait_ready ignored the stop"
+    assert time.monotonic() - t0 < 5
+    r = result["optiplex-003"]
+    assert r.state == "timeout" and r.detail.startswith("wait stopped before it was ready")  # type: ignore[attr-defined]
