@@ -272,6 +272,8 @@ def build_report(
         hist = None
     else:
         hist = Path(history)
-    index = build_allure(run, history=hist, command=command)
+    # the figures page first: it needs only the run folder, so a missing or failing Allure
+    # still leaves the engineer the paper's figures
     figures = write_figures_page(run)
+    index = build_allure(run, history=hist, command=command)
     return BuiltReport(run, index, figures, hist if index else None, _has_results(run / ALLURE_RESULTS_DIR))
