@@ -269,3 +269,36 @@ def test_a_task_fault_added_at_run_time_reaches_the_vcenter(shared_sim_lab: Simu
             return ok
 
         wait_for(power_cycle_works, "the fault to be cleared", timeout_s=5, step_s=0.05)
+
+
+def test_a_failed_start_report_is_a_clear_error_even_if_the_process_lingers(tmp_path: Path) -> None:
+    """labctl-vcsim writes "failed" and exits; if it is slow to exit, the user still gets the
+    one-line reason, not a TimeoutExpired traceback."""
+    import json
+    import subprocess
+    from types import SimpleNamespace
+
+    from labctl.errors import LabctlError
+    from labctl.sim.vcenter.launcher import VcsimLaunch
+
+    class Lingering:
+        returncode = None
+
+        def poll(self) -> None:
+            return None
+
+        def wait(self, timeout: float | None = None) -> int:
+            raise subprocess.TimeoutExpired("labctl-vcsim", timeout or 0)
+
+    ready = tmp_path / "ready.json"
+    ready.write_text(json.dumps({"state": "failed", "error": "bad topology: no datacenter"}))
+    launch = VcsimLaunch(
+        SimpleNamespace(name="vc-01"),  # type: ignore[arg-type]
+        SimpleNamespace(host="127.0.0.1", port=1),  # type: ignore[arg-type]
+        Lingering(),  # type: ignore[arg-type]
+        ready,
+        tmp_path / "vcsim.log",
+        tmp_path / "ca.pem",
+    )
+    with pytest.raises(LabctlError, match=r"vc-01 failed to start: bad topology: no datacenter \(log: "):
+        launch.poll_ready()

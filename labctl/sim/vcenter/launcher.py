@@ -12,6 +12,7 @@ password) under ``<state_dir>/vcenter/``, and reports readiness by writing a rea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -125,7 +126,9 @@ class VcsimLaunch:
             except ValueError:
                 report = None  # being written
         if report is not None and report.get("state") == "failed":
-            self.process.wait(timeout=5)
+            # it exits right after writing the report; its exit status only refines the error
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
             self._raise(report)
         if report is None and self.process.poll() is not None:
             self._raise({"error": f"exited with status {self.process.returncode}"})
