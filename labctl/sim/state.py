@@ -234,6 +234,8 @@ def stop_processes(
         for p in live:
             _signal(p, sig)
         live = _wait_gone(live, timeout_s, children)
+    for child in children.values():  # reap any that had already exited before we began
+        child.poll()
     return live
 
 
@@ -241,11 +243,16 @@ def _wait_gone(
     live: list[ProcessRecord], timeout_s: float, children: Mapping[int, subprocess.Popen[bytes]]
 ) -> list[ProcessRecord]:
     """Those of ``live`` still running after ``timeout_s`` (reaping our own children meanwhile)."""
+
+    def alive(p: ProcessRecord) -> bool:
+        # our own child: waitpid is exact and reaps it. /proc is not: an exiting process loses its
+        # command line (so its marker) before it becomes a zombie that waitpid can collect.
+        child = children.get(p.pid)
+        return child.poll() is None if child is not None else is_running(p)
+
     deadline = time.monotonic() + timeout_s
     while live and time.monotonic() < deadline:
-        for child in children.values():
-            child.poll()
-        live = [p for p in live if is_running(p)]
+        live = [p for p in live if alive(p)]
         if live:
             time.sleep(0.05)
     return live
