@@ -25,9 +25,9 @@ from labctl.criteria.expr import ExpressionError
 from labctl.criteria.expr import evaluate as eval_limit
 from labctl.criteria.model import Band, CriteriaFile, Criterion
 from labctl.criteria.variables import Names
-from labctl.recorder import summary as S
 from labctl.recorder.cells import VERDICTS_FILE, cell_dir, write_json_atomic
-from labctl.recorder.series import Series, SeriesProvider, iso_utc
+from labctl.records import stats as S
+from labctl.records.series import Series, SeriesProvider, iso_utc
 
 
 class Outcome(StrEnum):

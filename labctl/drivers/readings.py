@@ -1,6 +1,6 @@
 """The one value type metric-reading drivers return; the lab layer stamps it into a Sample.
 
-Drivers sit below the lab layer, so they do not build :class:`labctl.lab.records.Sample`
+Drivers sit below the lab layer, so they do not build :class:`labctl.records.samples.Sample`
 themselves; a :class:`Reading` is a Sample without its source name.
 """
 

@@ -9,8 +9,7 @@
         s.sources.for_plan()                       # -> metric sources for the recorder
         s.timeline.subscribe(recorder.record_event)
 
-Names are imported on first use, so ``labctl.lab.records`` (used by the recorder and the
-reports) does not pull in the drivers and their libraries.
+Names are imported on first use.
 """
 
 from __future__ import annotations
@@ -28,8 +27,6 @@ _EXPORTS = {
     "DriverSettings": "labctl.lab.session",
     "LabSession": "labctl.lab.session",
     "Timeline": "labctl.lab.events",
-    "Event": "labctl.lab.records",
-    "Sample": "labctl.lab.records",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from labctl.clock import LabClock
-from labctl.lab.records import Event
+from labctl.records.samples import Event
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Metric sources: what the recorder samples. Each has a ``name`` and a ``read()``.
 
-``read()`` returns a batch of :class:`~labctl.lab.records.Sample` (polled sources), or, for
+``read()`` returns a batch of :class:`~labctl.records.samples.Sample` (polled sources), or, for
 ``typeperf`` in streaming mode, an iterator that yields samples as the server prints each row
 (``close()`` ends the stream). Samples carry the source's own timestamp where it has one
 (typeperf rows, Unity query results, vCenter samples); PVS device status and Redfish power
@@ -24,8 +24,8 @@ from labctl.drivers.storage.base import RateTracker, array_totals
 from labctl.drivers.vsphere import HOST_COUNTERS
 from labctl.errors import EndpointError
 from labctl.inventory.model import Machine, MachineKind
-from labctl.lab.records import Sample
 from labctl.lab.session import LabSession
+from labctl.records.samples import Sample
 
 
 def to_samples(source: str, readings: Iterable[Reading]) -> list[Sample]:

@@ -29,11 +29,11 @@ from typing import Any, cast
 
 import pytest
 
-from labctl.lab.records import Sample
 from labctl.plugin.environment import LabEnvironment
 from labctl.plugin.plans import PlanParams, load_plan_params
 from labctl.plugin.progress import CellProgress
 from labctl.recorder.runfolder import RunFolder
+from labctl.records.samples import Sample
 
 log = logging.getLogger(__name__)
 

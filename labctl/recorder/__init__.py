@@ -3,13 +3,14 @@
 - :mod:`labctl.recorder.recorder`: the background :class:`Recorder` and the :class:`MetricSource`
   protocol sources implement.
 - :mod:`labctl.recorder.series`: ``series.csv`` / ``events.jsonl`` writers and readers.
-- :mod:`labctl.recorder.summary`: peak, mean, p95, time above, storm duration, back to baseline.
+- :mod:`labctl.records.stats`: peak, mean, p95, time above, storm duration, back to baseline.
 - :mod:`labctl.recorder.cells`: ``cells/<cell-id>/summary.json`` and ``verdicts.json``.
 """
 
 from labctl.recorder.cells import cell_id, read_cell_summaries, write_cell_summary
 from labctl.recorder.recorder import MetricSource, Recorder
-from labctl.recorder.series import RunSeries, Series, read_events, read_series
+from labctl.recorder.series import RunSeries, read_events, read_series
+from labctl.records.series import Series
 
 __all__ = [
     "MetricSource",

@@ -26,10 +26,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from labctl.clock import LabClock
-from labctl.lab.records import Event, Sample
 from labctl.recorder.series import (
     EVENTS_FILE,
     SERIES_FILE,
@@ -40,20 +39,8 @@ from labctl.recorder.series import (
     event_record,
     run_path,
 )
-from labctl.recorder.summary import back_to_baseline, baseline, summarize
-
-
-@runtime_checkable
-class MetricSource(Protocol):
-    """A source of samples. ``read()`` returns one batch, or an iterator that keeps yielding
-    samples (or lists of samples) as the source produces them (a streaming source).
-
-    A streaming source may have ``close()``: the recorder calls it on stop to unblock the stream.
-    """
-
-    name: str
-
-    def read(self) -> Iterable[Sample]: ...
+from labctl.records.samples import Event, MetricSource, Sample
+from labctl.records.stats import back_to_baseline, baseline, summarize
 
 
 class Redacts(Protocol):
@@ -70,7 +57,7 @@ class _NoRedaction:
         return x
 
 
-def _is_stream(batch: Iterable[Sample]) -> bool:
+def _is_stream(batch: object) -> bool:
     return isinstance(batch, Iterator)
 
 
@@ -185,7 +172,7 @@ class Recorder:
         source: str | None = None,
         thresholds: dict[str, float] | None = None,
     ) -> dict[str, dict[str, Any]]:
-        """``source/entity/metric`` -> :func:`~labctl.recorder.summary.summarize` of each series
+        """``source/entity/metric`` -> :func:`~labctl.records.stats.summarize` of each series
         of ``cell`` over ``window``: the ``metrics`` of ``cells/<cell>/summary.json``.
         ``thresholds`` (by metric name) add time above / storm duration."""
         out = {}

@@ -36,7 +36,7 @@ from labctl import __version__
 from labctl.clock import LabClock
 from labctl.inventory.model import Lab
 from labctl.recorder.redact import Redactor
-from labctl.recorder.series import iso_utc
+from labctl.records.series import iso_utc
 
 RUN_FILE = "run.json"
 RESOLVED_INVENTORY_FILE = "inventory.resolved.yaml"

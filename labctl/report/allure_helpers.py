@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from labctl.criteria.evaluate import Verdict
-    from labctl.recorder.series import Series, SeriesProvider
+    from labctl.records.series import Series, SeriesProvider
 
 ALLURE_RESULTS_DIR = "allure-results"
 ENVIRONMENT_FILE = "environment.properties"

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
     from labctl.criteria.evaluate import CriterionResult
-    from labctl.recorder.series import Series
+    from labctl.records.series import Series
 
 WIDTH_IN = 6.4
 HEIGHT_IN = 3.4

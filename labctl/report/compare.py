@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from labctl.recorder.cells import CELLS_DIR, VERDICTS_FILE, read_cell_summaries
-from labctl.recorder.series import Series, read_series
+from labctl.recorder.series import read_series
+from labctl.records.series import Series
 
 # quantity prefix -> (relative tolerance, absolute tolerance)
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {

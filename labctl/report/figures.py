@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from labctl.recorder.cells import CELLS_DIR, VERDICTS_FILE, read_cell_summaries
-from labctl.recorder.series import Series, read_series, run_path
+from labctl.recorder.series import read_series, run_path
+from labctl.records.series import Series
 from labctl.report import charts
 from labctl.report.charts import Line
 

@@ -13,8 +13,8 @@ import threading
 from dataclasses import dataclass, field
 
 from labctl.inventory.model import Machine
-from labctl.lab.records import Event
 from labctl.lab.session import LabSession
+from labctl.records.samples import Event
 from labctl.scenarios.common import ClientBoot, Progress, ProgressHook, client_boots, ensure_off, no_progress
 
 

@@ -21,8 +21,8 @@ from enum import StrEnum
 from labctl.drivers.ssh import SshError
 from labctl.errors import BadInputError, EndpointError
 from labctl.inventory.model import Machine, Share
-from labctl.lab.records import Event
 from labctl.lab.session import LabSession
+from labctl.records.samples import Event
 from labctl.scenarios.common import ClientBoot, Progress, ProgressHook, client_boots, no_progress
 
 LOCAL_DIR = r"C:\labctl"

@@ -20,8 +20,9 @@ from labctl.criteria import (
     parse_criteria,
 )
 from labctl.inventory.load import load_lab
-from labctl.lab.records import Sample
-from labctl.recorder.series import RunSeries, SeriesStore, SeriesWriter
+from labctl.recorder.series import RunSeries, SeriesWriter
+from labctl.records.samples import Sample
+from labctl.records.series import SeriesStore
 
 EXAMPLE = Path(__file__).parents[2] / "labctl" / "criteria" / "examples" / "boot_storm.yaml"
 T0 = 1_194_256_800.0

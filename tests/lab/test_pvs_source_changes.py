@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from labctl.lab.records import Sample
 from labctl.lab.sources import PvsSource
+from labctl.records.samples import Sample
 
 
 def _s(ts: float, entity: str, metric: str, value: float) -> Sample:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from labctl.clock import LabClock
-from labctl.lab.records import Event, Sample
 from labctl.recorder import Recorder, read_events, read_series
 from labctl.recorder.series import SERIES_COLUMNS
+from labctl.records.samples import Event, Sample
 
 FAST = LabClock(scale=1000.0)  # 5 lab seconds = 5 ms
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from labctl.clock import LabClock
-from labctl.lab.records import Event, Sample
 from labctl.recorder import Recorder, cell_id, write_cell_summary
-from labctl.recorder.summary import summarize
+from labctl.records.samples import Event, Sample
+from labctl.records.stats import summarize
 
 T0 = 1_194_256_800.0  # 2007-11-05 10:00:00 UTC
 STEP_S = 5.0

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from labctl.criteria import evaluate, parse_criteria
-from labctl.lab.records import Sample
-from labctl.recorder.series import SeriesStore
+from labctl.records.samples import Sample
+from labctl.records.series import SeriesStore
 from labctl.report import charts
 from labctl.report.allure_helpers import (
     CATEGORIES,

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from labctl.recorder.series import Series
-from labctl.recorder.summary import (
+from labctl.records.series import Series
+from labctl.records.stats import (
     back_to_baseline,
     baseline,
     first_crossing,

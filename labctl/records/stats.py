@@ -1,5 +1,6 @@
-"""Summaries of a recorded series: peak, mean, p95, time above a threshold, storm duration, and
-when a metric is back to its pre-storm baseline. Pure functions over :class:`Series`.
+"""Statistics of a recorded series: peak, mean, p95, time above a threshold, storm duration, when a
+metric is back to its pre-storm baseline, and its gaps. Pure functions over :class:`Series`: the
+recorder's cell summaries, the criteria and the reports all take their numbers from here.
 
 Time-based statistics use *sample-and-hold*: each sample's value holds until the next sample; the
 last sample holds for the series' median sampling interval (0 for a single sample). With that, a
@@ -9,12 +10,13 @@ storm that stays above the threshold from its first crossing to its end has
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from labctl.recorder.series import Series
+from labctl.records.series import Series
 
 
 def _require(s: Series) -> None:
@@ -198,3 +200,55 @@ def summarize(s: Series, threshold: float | None = None) -> dict[str, Any]:
         out["first_crossing_ts_s"] = first_crossing(s, threshold)
         out["storm_duration_s"] = span.duration_s if span else 0.0
     return out
+
+
+# --- coverage -----------------------------------------------------------------------------------
+
+GAP_FACTOR = 2.0  # a silence longer than this many sample intervals is a gap
+
+
+@dataclass(frozen=True)
+class Silence:
+    """A stretch of lab time in which a series that promised a sample every ``interval_s`` had none."""
+
+    start_ts: float  # the last sample before the silence (or the window's start)
+    end_ts: float  # the first sample after it (or the window's end)
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_ts - self.start_ts
+
+
+def silences(
+    s: Series,
+    interval_s: float,
+    window: tuple[float | None, float | None] = (None, None),
+    *,
+    factor: float = GAP_FACTOR,
+) -> list[Silence]:
+    """Where ``s`` went quiet for longer than ``factor * interval_s`` inside ``window``: between two
+    samples, before the first (from a given window start) and after the last (to a given end)."""
+    if interval_s <= 0:
+        raise ValueError("interval_s must be positive")
+    limit = factor * interval_s
+    lo, hi = window
+    pts = [t for t in s.ts if (lo is None or t >= lo) and (hi is None or t <= hi)]
+    edges = ([lo] if lo is not None else []) + pts + ([hi] if hi is not None else [])
+    return [Silence(a, b) for a, b in itertools.pairwise(edges) if b - a > limit]
+
+
+def coverage(
+    s: Series,
+    interval_s: float,
+    window: tuple[float, float],
+    *,
+    factor: float = GAP_FACTOR,
+) -> float:
+    """The share of ``window`` (0..1) not inside a silence of ``s``: 1.0 for a series that kept its
+    promised interval, 0.0 for one with no sample in the window at all."""
+    start, end = window
+    span = end - start
+    if span <= 0:
+        return 1.0 if any(start <= t <= end for t in s.ts) else 0.0
+    quiet = math.fsum(g.duration_s for g in silences(s, interval_s, window, factor=factor))
+    return max(0.0, 1.0 - quiet / span)
