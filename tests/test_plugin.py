@@ -182,7 +182,7 @@ def test_progress_in_a_log_prints_a_line_per_phase_and_per_quarter_of_the_window
     import io
 
     from labctl.plugin.progress import CellProgress
-    from labctl.scenarios.common import Progress
+    from labctl.scenarios.base import Progress
 
     out = io.StringIO()
     suspended: list[str] = []

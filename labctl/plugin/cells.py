@@ -19,8 +19,9 @@ from labctl.plugin.environment import LabEnvironment
 from labctl.plugin.plan_fixtures import Cell
 from labctl.plugin.plans import PlanParams
 from labctl.report import allure_helpers as A
+from labctl.scenarios.base import Progress
 from labctl.scenarios.boot_storm import BootStormResult, run_boot_storm
-from labctl.scenarios.common import ClientBoot, LabFaultError, Progress, ensure_off
+from labctl.scenarios.common import ClientBoot, LabFaultError, ensure_off
 from labctl.scenarios.copy_reboot import CopyPath, CopyRebootResult, run_copy_reboot, split_groups
 
 # What "the storm has passed" means for the copy/reboot matrix: every streaming-server counter

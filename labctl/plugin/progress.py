@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from labctl.scenarios.common import Progress
+from labctl.scenarios.base import Progress
 
 
 class CellProgress:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from labctl.inventory.model import Machine
 from labctl.lab.session import LabSession
 from labctl.records.samples import Event
-from labctl.scenarios.common import ClientBoot, Progress, ProgressHook, client_boots, ensure_off, no_progress
+from labctl.scenarios.base import Progress, ProgressHook, no_progress
+from labctl.scenarios.common import ClientBoot, client_boots, ensure_off
 
 
 @dataclass(frozen=True)

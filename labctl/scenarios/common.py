@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,23 +22,6 @@ class LabFaultError(LabctlError):
     def __init__(self, message: str, machines: Sequence[str] = ()):
         super().__init__(message)
         self.machines = tuple(machines)
-
-
-@dataclass(frozen=True)
-class Progress:
-    """What a storm engine reports while it runs (for a live display)."""
-
-    phase: str  # "prepare", "wake", "window", "copy", "reboot", "settle", "restore"
-    done: int = 0  # e.g. clients up
-    total: int = 0
-    window_left_s: float | None = None  # lab seconds left in the sampling window
-
-
-ProgressHook = Callable[[Progress], None]
-
-
-def no_progress(_: Progress) -> None:
-    return None
 
 
 def wait_all_in_state(

@@ -23,7 +23,8 @@ from labctl.errors import BadInputError, EndpointError
 from labctl.inventory.model import Machine, Share
 from labctl.lab.session import LabSession
 from labctl.records.samples import Event
-from labctl.scenarios.common import ClientBoot, Progress, ProgressHook, client_boots, no_progress
+from labctl.scenarios.base import Progress, ProgressHook, no_progress
+from labctl.scenarios.common import ClientBoot, client_boots
 
 LOCAL_DIR = r"C:\labctl"
 SOURCE_FILE = "file512.bin"  # 512 MiB: on every client's image and on the share
