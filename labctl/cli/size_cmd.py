@@ -361,7 +361,8 @@ def nic_ports_cmd(
     \b
     load  = peak utilisation per port × ports           (ports' worth)
     ports = load / highest utilisation allowed, rounded up
-    The 2012 paper's criterion for the highest utilisation is 90 %.
+    Units: shares of one port's line rate (60% or 0.6). The 2012 paper's criterion for the
+    highest utilisation is 90 %.
 
     \b
     Example (2007: over 60 % on each of two GbE ports at 50 clients; one port saturates):
