@@ -18,8 +18,6 @@ from labctl.errors import BadInputError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-EXAMPLES_NOTE = "Numbers are exact decimals or fractions (1.5, 3/2); shares take 87% or 0.87."
-
 
 def _json_option(f: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(f)
@@ -45,7 +43,23 @@ def _calculator(f: F) -> F:
 def _number(name: str, help_: str, required: bool = False, default: str | None = None) -> Callable[[F], F]:
     # str, not float: the calculators read "0.1" as exactly 1/10 and "87%" as 87/100
     suffix = f" [default: {default}]" if default is not None else ""
-    return click.option(name, type=str, required=required, default=default, help=help_ + suffix)
+    return click.option(
+        name, type=str, required=required, default=default, metavar=_metavar(name), help=help_ + suffix
+    )
+
+
+def _metavar(name: str) -> str:
+    """What an option takes, from its name: --write-share SHARE, --vm-ram-gb GB, --raid LEVEL."""
+    for ending, metavar in (
+        ("share", "SHARE"),
+        ("-gb", "GB"),
+        ("raid", "LEVEL"),
+        ("type", "TYPE"),
+        ("iops", "IOPS"),
+    ):
+        if name.endswith(ending):
+            return metavar
+    return "IOPS" if "iops" in name else "N"
 
 
 _raid = _number(
@@ -62,6 +76,7 @@ def size() -> None:
     """Sizing calculators from the reference papers, exact, each showing its formula with the numbers.
 
     \b
+    Numbers are exact decimals or fractions (1.5, 3/2); shares take 87% or 0.87.
     Rounding: what must be provisioned (drives, arrays, ports) rounds up; what must fit
     (desktops per array) rounds down. Every subcommand takes --json.
     """
