@@ -154,7 +154,15 @@ class DrivesNeeded(SizingResult):
             "drives": self.drives,
         }
 
-    def lines(self, indent: str = "  ") -> list[str]:
+    def lines(self) -> list[str]:
+        return [
+            f"Drives a {self.raid} set needs for {show(self.functional_iops)} host IOPS at"
+            f" {show_share(self.write_share)} writes:",
+            *self.steps(),
+        ]
+
+    def steps(self, indent: str = "  ") -> list[str]:
+        """The formula lines, without a heading (for results that contain this one)."""
         kind = f" ({self.drive} default)" if self.drive else ""
         out = [
             f"{indent}raw IOPS = host IOPS × (read share + write share × write penalty)",
@@ -263,10 +271,10 @@ class StormDrives(SizingResult):
             f"Drives for {self.desktops} desktops on {self.steady.raid}:",
             f"Steady state: host IOPS = desktops × IOPS per desktop = {self.desktops} × {show(s.iops_per_desktop)}"
             f" = {show(self.steady.functional_iops, 'IOPS')} at {show_share(s.write_share)} writes",
-            *self.steady.lines(),
+            *self.steady.steps(),
             f"Boot storm: host IOPS = booting desktops × IOPS per desktop = {self.booting} × {show(b.iops_per_desktop)}"
             f" = {show(self.boot.functional_iops, 'IOPS')} at {show_share(b.write_share)} writes",
-            *self.boot.lines(),
+            *self.boot.steps(),
             f"Drives needed: max({self.steady.drives}, {self.boot.drives}) = {self.drives} ({self.limiting_phase} limits)",
         ]
 

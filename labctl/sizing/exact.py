@@ -27,6 +27,7 @@ Number = Fraction | Decimal | int | float | str
 
 ONE = Fraction(1)
 PERCENT = Fraction(1, 100)
+MAX_EXPONENT = 30  # decimal exponents accepted in text input
 
 
 class SizingInputError(BadInputError):
@@ -67,9 +68,21 @@ def exact(value: Number, field: str) -> Fraction:
                 raise ValueError
             return Fraction(value)
         text = str(value).strip().replace("_", "")
+        scale = ONE
         if text.endswith("%"):
-            return Fraction(text[:-1].strip()) * PERCENT
-        return Fraction(text)
+            text, scale = text[:-1].strip(), PERCENT
+        if "/" in text:
+            return Fraction(text) * scale
+        number = Decimal(text)
+        if not number.is_finite() or abs(number.adjusted()) > MAX_EXPONENT:
+            # 1e999999999 would take minutes to expand into a fraction, and sizes nothing real
+            raise SizingInputError(
+                field,
+                str(value),
+                "is out of range",
+                f"give a number between 1e-{MAX_EXPONENT} and 1e{MAX_EXPONENT}",
+            )
+        return Fraction(number) * scale
     except (ValueError, ZeroDivisionError, InvalidOperation, TypeError):
         raise SizingInputError(
             field,

@@ -205,7 +205,7 @@ class MeasuredSizing(SizingResult):
                 f"Drives for the boot storm of {self.booting} desktops: {self.booting} × {show(b.iops_per_desktop)}"
                 f" = {show(self.boot_drives.functional_iops, 'host IOPS')} on {self.boot_drives.raid}"
             )
-            out += self.boot_drives.lines()
+            out += self.boot_drives.steps()
         out += list(self.notes)
         return out
 

@@ -146,6 +146,9 @@ def test_measured_limiting_phase_and_drives_for_the_boot_storm() -> None:
         (lambda: functional_iops(100, "-1%", 5), "write_share"),
         (lambda: functional_iops(100, "10%", 7), "raid"),
         (lambda: functional_iops("lots", "10%", 5), "raw_iops"),
+        (lambda: functional_iops("1e999999999", "10%", 5), "raw_iops"),  # refused, not expanded
+        (lambda: functional_iops("nan", "10%", 5), "raw_iops"),
+        (lambda: functional_iops(float("inf"), "10%", 5), "raw_iops"),
         (lambda: raid_set_functional_iops(0, "10%", 10, "15k"), "drives"),
         (lambda: raid_set_functional_iops(3, "10%", 10, "15k"), "drives"),
         (lambda: drives_needed(100, "10%", 5, "12k"), "drive_type"),
