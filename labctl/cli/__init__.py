@@ -30,6 +30,7 @@ def cli() -> None:
 
 def _register() -> None:
     from labctl.cli import check_cmd, compare_cmd, inventory_cmd, power_cmd, report_cmd, run_cmd, sim_cmd
+    from labctl.cli.size_cmd import size
 
     for command in (
         inventory_cmd.inventory,
@@ -41,6 +42,7 @@ def _register() -> None:
         compare_cmd.compare,
     ):
         cli.add_command(command)
+    cli.add_command(size)
 
 
 _register()
