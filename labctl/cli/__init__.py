@@ -30,6 +30,7 @@ def cli() -> None:
 
 def _register() -> None:
     from labctl.cli import check_cmd, compare_cmd, inventory_cmd, power_cmd, report_cmd, run_cmd, sim_cmd
+    from labctl.cli.lease_cmd import lease
 
     for command in (
         inventory_cmd.inventory,
@@ -39,6 +40,7 @@ def _register() -> None:
         run_cmd.run,
         report_cmd.report,
         compare_cmd.compare,
+        lease,
     ):
         cli.add_command(command)
 
