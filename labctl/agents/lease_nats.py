@@ -114,20 +114,28 @@ class NatsLeaseStore(RecordLeaseStore):
             log.debug("%s: %s", self._url, exc)
 
         try:
-            self._nc = await nats.connect(
-                servers=self.servers,
-                name=name,
-                connect_timeout=max(1, math.ceil(connect_timeout_s)),
-                allow_reconnect=True,
-                max_reconnect_attempts=-1,  # a hub restart must not end a run's renewals for good
-                reconnect_time_wait=0.5,
-                error_cb=quiet,
+            # nats-py retries a first connection as often as later ones (forever, below): the
+            # deadline is ours
+            self._nc = await asyncio.wait_for(
+                nats.connect(
+                    servers=self.servers,
+                    name=name,
+                    connect_timeout=max(1, math.ceil(connect_timeout_s)),
+                    allow_reconnect=True,
+                    max_reconnect_attempts=-1,  # a hub restart must not end a run's renewals for good
+                    reconnect_time_wait=0.5,
+                    error_cb=quiet,
+                ),
+                connect_timeout_s,
             )
         except (TimeoutError, OSError, nats.errors.Error) as exc:
+            reason = (
+                f"no answer within {connect_timeout_s:g} s" if isinstance(exc, TimeoutError) else str(exc)
+            )
             raise EndpointError(
                 self._url,
                 "connect to the lease hub",
-                str(exc) or type(exc).__name__,
+                reason or type(exc).__name__,
                 "is nats-server running there? or unset LABCTL_HUB / drop --hub to use this machine's leases",
             ) from None
         self._js = self._nc.jetstream(domain=js_domain, timeout=self.call_timeout_s)
@@ -168,13 +176,15 @@ class NatsLeaseStore(RecordLeaseStore):
 
     def close(self) -> None:
         """Release what this store still holds, then close the connection and the loop thread."""
-        if self._nc is not None and not self._nc.is_closed:
-            super().close()
-            try:
-                self._loop.run(self._nc.close(), self.call_timeout_s)
-            except (TimeoutError, nats.errors.Error) as exc:
-                log.debug("%s: close: %s", self._url, exc)
-        self._loop.close()
+        try:
+            if self._nc is not None and not self._nc.is_closed:
+                super().close()
+                try:
+                    self._loop.run(self._nc.close(), self.call_timeout_s)
+                except (TimeoutError, OSError, nats.errors.Error) as exc:  # the hub is gone already
+                    log.debug("%s: close: %s", self._url, exc)
+        finally:
+            self._loop.close()
 
     # the backend ---------------------------------------------------------------------------------
     def _call(self, coro: Any, action: str) -> Any:

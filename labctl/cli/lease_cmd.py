@@ -126,7 +126,8 @@ def list_cmd(hub: str | None, hub_domain: str | None, as_json: bool) -> None:
     if not infos:
         click.echo(f"no leases ({where})")
         return
-    table = Table(title=f"leases ({where})", title_justify="left", box=None, pad_edge=False)
+    click.echo(f"leases in {where}:")
+    table = Table(box=None, pad_edge=False)
     for col in ("RESOURCE", "HOLDER", "AGE", "EXPIRES IN", "TTL"):
         table.add_column(col, overflow="fold")
     for info in infos:

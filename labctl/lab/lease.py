@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 LEASE_DIR_VAR = "LABCTL_LEASE_DIR"
 HUB_VAR = "LABCTL_HUB"
 HUB_DOMAIN_VAR = "LABCTL_HUB_DOMAIN"  # the hub's JetStream domain, for a client behind a leaf node
+LEASE_BUCKET_VAR = "LABCTL_LEASE_BUCKET"  # the hub's lease bucket (default labctl-leases)
 DEFAULT_LEASE_DIR = Path(__file__).resolve().parents[2] / ".labctl" / "leases"
 
 DEFAULT_TTL_S: Final = 30.0
@@ -113,7 +114,7 @@ class LeaseStoreError(LabctlError):
 
 def check_resource(resource: str) -> str:
     """``resource`` if it is ``kind:name`` as leases spell them; else one line with the fix."""
-    if len(resource) > MAX_RESOURCE_LEN or not _RESOURCE.match(resource):
+    if len(resource) > MAX_RESOURCE_LEN or not _RESOURCE.fullmatch(resource):
         raise BadInputError(
             f"lease resource {resource[:80]!r} is not kind:name (e.g. lab:sim-2007, "
             f"group:sim-2007/first-25, switch:pc6248; letters, digits, - _ = joined by . or /)"
@@ -323,13 +324,18 @@ def open_lease_store(
     """The lease store to use: the NATS hub ``hub`` (or ``$LABCTL_HUB``) when given, else the
     single-machine file store (``lease_dir``, ``$LABCTL_LEASE_DIR``, or ``.labctl/leases``).
     ``hub_domain`` (or ``$LABCTL_HUB_DOMAIN``): the hub's JetStream domain, when ``hub`` is a leaf
-    node (a site's server) rather than the hub itself."""
+    node (a site's server) rather than the hub itself. ``$LABCTL_LEASE_BUCKET`` names another
+    bucket than ``labctl-leases`` (two lab fleets on one hub, tests)."""
     hub = hub or os.environ.get(HUB_VAR) or None
     if hub:
         # imported here: the file store (a lab without agents) must not need nats-py loaded
-        from labctl.agents.lease_nats import NatsLeaseStore
+        from labctl.agents.lease_nats import DEFAULT_BUCKET, NatsLeaseStore
 
-        return NatsLeaseStore(hub, js_domain=hub_domain or os.environ.get(HUB_DOMAIN_VAR) or None)
+        return NatsLeaseStore(
+            hub,
+            bucket=os.environ.get(LEASE_BUCKET_VAR) or DEFAULT_BUCKET,
+            js_domain=hub_domain or os.environ.get(HUB_DOMAIN_VAR) or None,
+        )
     from labctl.lab.lease_file import FileLeaseStore
 
     return FileLeaseStore(lease_dir)
