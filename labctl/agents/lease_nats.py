@@ -33,7 +33,7 @@ from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType
 
 from labctl.agents.aioloop import LoopThread
-from labctl.errors import EndpointError, EndpointTimeout
+from labctl.errors import BadInputError, EndpointError, EndpointTimeout
 from labctl.lab.lease import MAX_TTL_S, MIN_TTL_S
 from labctl.lab.lease_store import KEEP, LeaseRecord, LeaseStoreError, RecordLeaseStore, T, Transaction
 
@@ -53,6 +53,7 @@ _MARKER_REASON: Final = "Nats-Marker-Reason"  # a server-placed marker: the key 
 _EXPECTED_LAST: Final = "Nats-Expected-Last-Subject-Sequence"
 _WRONG_LAST_SEQUENCE: Final = (10071, 10164)  # JetStream error codes of a failed compare-and-set
 _USERINFO = re.compile(r"//[^/@\s]*@")
+_BUCKET = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def display_url(servers: Sequence[str]) -> str:
@@ -85,6 +86,8 @@ class NatsLeaseStore(RecordLeaseStore):
         name: str = "labctl-lease",
     ):
         super().__init__()
+        if not _BUCKET.fullmatch(bucket):
+            raise BadInputError(f"lease bucket {bucket!r}: letters, digits, - and _ only")
         if isinstance(servers, str):
             servers = [s.strip() for s in servers.split(",") if s.strip()]
         self.servers = list(servers)
@@ -97,8 +100,10 @@ class NatsLeaseStore(RecordLeaseStore):
         self._nc: Any = None
         self._js: JetStreamContext | None = None
         try:
-            self._loop.run(
-                self._connect(name, js_domain, connect_timeout_s), connect_timeout_s + call_timeout_s
+            self._call(
+                self._connect(name, js_domain, connect_timeout_s),
+                "connect to the lease hub",
+                timeout_s=connect_timeout_s + call_timeout_s,
             )
         except BaseException:
             self.close()
@@ -163,8 +168,9 @@ class NatsLeaseStore(RecordLeaseStore):
             raise EndpointError(
                 self._url,
                 "open the lease bucket",
-                f"no JetStream there ({exc})",
-                "start nats-server with -js",
+                f"no JetStream answers ({type(exc).__name__})",
+                "start the hub's nats-server with JetStream; through a leaf node, name the hub's "
+                "JetStream domain: --hub-domain or LABCTL_HUB_DOMAIN",
             ) from None
         if not info.config.allow_msg_ttl:
             raise LeaseStoreError(
@@ -187,12 +193,13 @@ class NatsLeaseStore(RecordLeaseStore):
             self._loop.close()
 
     # the backend ---------------------------------------------------------------------------------
-    def _call(self, coro: Any, action: str) -> Any:
+    def _call(self, coro: Any, action: str, timeout_s: float | None = None) -> Any:
+        timeout_s = self.call_timeout_s if timeout_s is None else timeout_s
         try:
-            return self._loop.run(coro, self.call_timeout_s)
+            return self._loop.run(coro, timeout_s)
         except TimeoutError:
             raise EndpointTimeout(
-                self._url, action, f"no answer within {self.call_timeout_s:g} s", "is the hub reachable?"
+                self._url, action, f"no answer within {timeout_s:g} s", "is the hub reachable?"
             ) from None
         except (nats.errors.Error, OSError) as exc:
             raise EndpointError(self._url, action, str(exc) or type(exc).__name__) from None

@@ -21,6 +21,12 @@ adds a reference when others hold it shared; ``lease.first_user`` says this take
 (power it on), ``lease.last_user`` after :meth:`Lease.release` says nobody else holds it (power it
 off). A reservation (:meth:`LeaseStore.reserve`, `labctl lease take`) is a lease a person takes
 from the shell: bound to ``user@host`` rather than a process, kept for its TTL or until released.
+
+Resources are flat keys: a lease on ``lab:X`` does not by itself conflict with one on
+``group:X/first-25``. Runs that lease parts of a lab should also hold ``lab:X`` *shared* (so they
+coexist with each other, while a whole-lab run's exclusive ``lab:X`` waits for all of them), and
+lease what they touch exclusively (groups, or machines where groups overlap) with one
+:meth:`LeaseStore.take_all`.
 """
 
 from __future__ import annotations
@@ -120,6 +126,11 @@ def check_resource(resource: str) -> str:
             f"group:sim-2007/first-25, switch:pc6248; letters, digits, - _ = joined by . or /)"
         )
     return resource
+
+
+def lease_resource(kind: str, *names: str) -> str:
+    """``lease_resource("group", "sim-2007", "first-25")`` -> ``group:sim-2007/first-25``, checked."""
+    return check_resource(f"{kind}:{'/'.join(names)}")
 
 
 def check_ttl(ttl_s: float, max_ttl_s: float = MAX_TTL_S) -> float:

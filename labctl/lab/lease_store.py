@@ -11,12 +11,14 @@ TTL and last renewal, so a shared resource's holders come and go (and lapse) ind
 from __future__ import annotations
 
 import abc
+import atexit
 import contextlib
 import logging
 import os
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,6 +151,20 @@ class _Taken:
     first_user: bool
 
 
+# Stores still open when the interpreter exits: their leases are released then, so a run that
+# ends without releasing (an uncaught error, sys.exit) frees the lab at once, not a TTL later.
+_open_stores: weakref.WeakSet[RecordLeaseStore] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_stores() -> None:
+    for store in list(_open_stores):
+        try:
+            store.close()
+        except Exception as exc:  # at exit: say so, never raise
+            log.warning("%s: leases not released at exit: %s", store.where, exc)
+
+
 class RecordLeaseStore(abc.ABC):
     """Take, renew, release, list and break over a backend's compare-and-set of one record.
 
@@ -165,6 +181,7 @@ class RecordLeaseStore(abc.ABC):
     def __init__(self) -> None:
         self._held: set[Lease] = set()
         self._held_lock = threading.Lock()
+        _open_stores.add(self)
 
     # backend -------------------------------------------------------------------------------------
     @property
@@ -186,6 +203,7 @@ class RecordLeaseStore(abc.ABC):
 
     def close(self) -> None:
         """Release every lease this store still holds (best effort), then close the backend."""
+        _open_stores.discard(self)
         with self._held_lock:
             held = list(self._held)
         for lease in held:

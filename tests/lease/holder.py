@@ -52,6 +52,7 @@ def main() -> int:
     ap.add_argument("--hold", type=float, default=30.0)
     ap.add_argument("--shared", action="store_true")
     ap.add_argument("--on-go", action="store_true")
+    ap.add_argument("--exit-without-release", action="store_true")
     args = ap.parse_args()
     store = open_store(args.spec)
     holder = holder_name(args.name)
@@ -66,6 +67,8 @@ def main() -> int:
         return 3
     emit("taken", holder=holder, first_user=[lease.first_user for lease in leases])
     time.sleep(args.hold)
+    if args.exit_without_release:
+        return 0  # no release, no close: what is left is the exit hook's
     for lease in leases:
         lease.release()
     emit(

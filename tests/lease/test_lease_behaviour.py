@@ -76,6 +76,15 @@ def test_a_killed_holders_lease_expires_and_the_next_take_succeeds(backend: Back
     assert taken["holder"] not in [i.holder for i in store.list()]
 
 
+def test_a_holder_that_exits_without_releasing_frees_the_lab_at_exit(backend: Backend, holders) -> None:
+    h = holders(backend.spec, LAB, name="sloppy", ttl=60, hold=0, exit_without_release=True)
+    h.wait_for("ready")
+    h.wait_for("taken")
+    assert h.proc.wait(timeout=30) == 0
+    # no waiting: a one-minute TTL has not run out, and its pid alone would not free it on NATS
+    assert backend.store().take(LAB, "next run", ttl_s=2).first_user
+
+
 def test_renewal_keeps_a_lease_alive_well_past_its_ttl(backend: Backend) -> None:
     lease = backend.store().take(LAB, "long run", ttl_s=2)
     other = backend.store()

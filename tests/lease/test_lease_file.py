@@ -98,3 +98,13 @@ def test_an_unwritable_lease_folder_is_one_line_with_the_fix(tmp_path: Path) -> 
     blocker.write_text("not a folder")
     with pytest.raises(LeaseStoreError, match=r"cannot create the lease folder .*LABCTL_LEASE_DIR"):
         FileLeaseStore(blocker / "leases")
+
+
+def test_lease_resource_builds_checked_names() -> None:
+    from labctl.errors import BadInputError
+    from labctl.lab.lease import lease_resource
+
+    assert lease_resource("lab", "sim-2007") == "lab:sim-2007"
+    assert lease_resource("group", "sim-2007", "first-25") == "group:sim-2007/first-25"
+    with pytest.raises(BadInputError, match="is not kind:name"):
+        lease_resource("group", "sim-2007", 'first"25')

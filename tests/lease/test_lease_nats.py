@@ -140,3 +140,17 @@ def test_display_url_hides_credentials() -> None:
         display_url(["nats://u:p@h:4222", "tls://tok@h2:4222", "nats://h3"])
         == "nats://h:4222,tls://h2:4222,nats://h3"
     )
+
+
+def test_a_server_without_jetstream_is_one_line_with_the_fix(tmp_path) -> None:
+    from labctl.agents.nats_server import start_nats_server
+
+    plain = start_nats_server(tmp_path / "plain", name="plain", jetstream=False)
+    try:
+        with pytest.raises(EndpointError) as err:
+            NatsLeaseStore(plain.url, bucket=unique_bucket())
+        assert str(err.value).startswith(f"{plain.url}: open the lease bucket: no JetStream answers")
+        assert "LABCTL_HUB_DOMAIN" in str(err.value) and "\n" not in str(err.value)
+    finally:
+        plain.stop()
+    assert plain.pid is None  # stopped by its pid, reaped
