@@ -46,6 +46,9 @@ CONNECT_TIMEOUT_S: Final = 5.0
 CLOCK_GRACE_S: Final = 1.0
 CAS_ATTEMPTS: Final = 50  # holders of one shared resource write one key: retries after a lost race
 _CAS_BACKOFF_S: Final = 0.01
+# A released key's delete marker goes after a minute (not the bucket's week), so listing reads
+# only keys in use; watchers of the bucket have long seen it by then.
+DELETE_MARKER_TTL_S: Final = 60
 # headers of the KV convention (what `nats kv` and every client understand)
 _KV_OP: Final = "KV-Operation"
 _DELETED_OPS: Final = ("DEL", "PURGE")
@@ -230,7 +233,9 @@ class NatsLeaseStore(RecordLeaseStore):
         headers = {_EXPECTED_LAST: str(revision)}
         if record is None:
             headers[_KV_OP] = "DEL"
-            await self._js.publish(self._put_prefix + key, b"", headers=headers, stream=self.stream)
+            await self._js.publish(
+                self._put_prefix + key, b"", headers=headers, stream=self.stream, msg_ttl=DELETE_MARKER_TTL_S
+            )
             return
         ttl_s = max(MIN_TTL_S, math.ceil(record.expires_at() - time.time()))
         await self._js.publish(

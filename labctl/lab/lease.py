@@ -244,8 +244,10 @@ class Lease:
         while not self._stop.wait(interval_s):
             try:
                 info = self._store._renew(self.resource, self._token)
-            except LabctlError as exc:
+            except Exception as exc:  # this thread must not die quietly: the run would trust it
                 # the store is unreachable: keep trying until the lease would have lapsed anyway
+                if not isinstance(exc, LabctlError):
+                    log.exception("%s: lease renewal failed", self.resource)
                 if time.monotonic() - last_ok > self._ttl_s:
                     self._mark_lost(f"not renewed for {format_duration(self._ttl_s)}: {exc}")
                     return

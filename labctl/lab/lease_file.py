@@ -82,7 +82,10 @@ class FileLeaseStore(RecordLeaseStore):
         lock_path = self.directory / LOCK_FILE
         mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
         # a new open file description per call: flock then also orders the threads of one process
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise LeaseStoreError(f"{lock_path}: cannot open the lease lock ({exc.strerror})") from None
         try:
             deadline = time.monotonic() + self.lock_wait_s
             while True:
@@ -132,11 +135,14 @@ class FileLeaseStore(RecordLeaseStore):
             if record is not None and record.resource != resource:
                 raise LeaseStoreError(f"{path}: holds the lease of {record.resource}, not {resource}")
             new, result = fn(record)
-            if new is None:
-                path.unlink(missing_ok=True)
-            elif new is not KEEP:
-                assert isinstance(new, LeaseRecord)
-                self._write(path, new)
+            try:
+                if new is None:
+                    path.unlink(missing_ok=True)
+                elif new is not KEEP:
+                    assert isinstance(new, LeaseRecord)
+                    self._write(path, new)
+            except OSError as exc:
+                raise LeaseStoreError(f"{path}: cannot write the lease ({exc.strerror})") from None
             return result
 
     def _records(self) -> list[LeaseRecord]:

@@ -60,6 +60,24 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
             s.close()
 
 
+@pytest.fixture
+def file_stores(tmp_path: Path) -> Iterator[Callable[[], RecordLeaseStore]]:
+    """New FileLeaseStores on ``tmp_path``; all closed (their leases released) after the test."""
+    from labctl.lab.lease_file import FileLeaseStore
+
+    opened: list[RecordLeaseStore] = []
+
+    def make() -> RecordLeaseStore:
+        opened.append(FileLeaseStore(tmp_path))
+        return opened[-1]
+
+    try:
+        yield make
+    finally:
+        for s in opened:
+            s.close()
+
+
 class HolderProcess:
     """A ``tests.lease.holder`` process; :meth:`event` reads its next JSON line."""
 

@@ -67,8 +67,10 @@ def test_reserve_list_extend_and_release_a_lab_from_the_shell(lease_dir: Path, l
 
 
 def test_a_runs_lease_refuses_a_reservation_in_one_line_naming_the_run(lease_dir: Path, labctl) -> None:
-    store = FileLeaseStore(lease_dir)
-    with store.take("lab:sim-2007", "ci@runner pid 4242 (labctl run boot_storm)", ttl_s=30):
+    with (
+        FileLeaseStore(lease_dir) as store,
+        store.take("lab:sim-2007", "ci@runner pid 4242 (labctl run boot_storm)", ttl_s=30),
+    ):
         code, out, err = labctl("take", "sim-2007")
         assert code == 2 and out == ""
         assert err.count("\n") == 1
@@ -81,21 +83,18 @@ def test_a_runs_lease_refuses_a_reservation_in_one_line_naming_the_run(lease_dir
         assert code == 0, err
         assert out.startswith("broke the lease of lab:sim-2007: held by ci@runner pid 4242")
         assert listed(labctl) == []
-    store.close()
 
 
 def test_shared_reservations_show_every_holder(lease_dir: Path, labctl) -> None:
-    store = FileLeaseStore(lease_dir)
-    run = store.take("switch:pc6248", "lab A run", ttl_s=30, shared=True)
-    code, out, err = labctl("take", "switch:pc6248", "--shared", "--ttl", "10m")
-    assert code == 0, err
-    assert "(shared with 1 other holder(s))" in out
-    code, out, _ = labctl("list")
-    assert "switch:pc6248 (shared)" in out and "2 holders: lab A run;" in out
-    code, out, _ = labctl("release", "switch:pc6248")
-    assert out.strip() == "released switch:pc6248 (still held by lab A run)"
-    run.release()
-    store.close()
+    with FileLeaseStore(lease_dir) as store:
+        store.take("switch:pc6248", "lab A run", ttl_s=30, shared=True)
+        code, out, err = labctl("take", "switch:pc6248", "--shared", "--ttl", "10m")
+        assert code == 0, err
+        assert "(shared with 1 other holder(s))" in out
+        code, out, _ = labctl("list")
+        assert "switch:pc6248 (shared)" in out and "2 holders: lab A run;" in out
+        code, out, _ = labctl("release", "switch:pc6248")
+        assert out.strip() == "released switch:pc6248 (still held by lab A run)"
 
 
 @pytest.mark.parametrize(

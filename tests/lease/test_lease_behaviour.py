@@ -100,7 +100,7 @@ def test_renewal_keeps_a_lease_alive_well_past_its_ttl(backend: Backend) -> None
 
 def test_a_reservation_nobody_renews_lapses_after_its_ttl(backend: Backend) -> None:
     store = backend.store()
-    store.reserve(LAB, "alice@bench", "alice@bench (by hand)", ttl_s=1)
+    store.reserve(LAB, "alice@bench", "alice@bench (by hand)", ttl_s=2)
     with pytest.raises(LeaseHeld, match="alice@bench"):
         store.take(LAB, "run", ttl_s=2)
     assert store.take(LAB, "run", ttl_s=2, wait_s=20).first_user  # free once its TTL ran out

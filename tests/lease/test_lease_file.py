@@ -17,11 +17,11 @@ from labctl.lab.lease_store import LeaseRef, LeaseStoreError, process_start_tick
 LAB = "lab:sim-2007"
 
 
-def test_a_killed_holder_lets_go_at_once_not_a_ttl_later(tmp_path: Path, holders) -> None:
+def test_a_killed_holder_lets_go_at_once_not_a_ttl_later(tmp_path: Path, holders, file_stores) -> None:
     h = holders(f"file:{tmp_path}", LAB, name="doomed", ttl=600, hold=600)
     h.wait_for("ready")
     h.wait_for("taken")
-    store = FileLeaseStore(tmp_path)
+    store = file_stores()
     with pytest.raises(LeaseHeld, match="holder doomed"):
         store.take(LAB, "next run")
     h.kill()
@@ -30,8 +30,8 @@ def test_a_killed_holder_lets_go_at_once_not_a_ttl_later(tmp_path: Path, holders
     lease.release()
 
 
-def test_a_reused_pid_is_not_mistaken_for_the_holder(tmp_path: Path) -> None:
-    store = FileLeaseStore(tmp_path)
+def test_a_reused_pid_is_not_mistaken_for_the_holder(file_stores) -> None:
+    store = file_stores()
     me = os.getpid()
     live = LeaseRef(token="t", holder="h", holder_pid=me, pid_start=process_start_ticks(me),
                     holder_host=store._host, taken_at=0, renewed_at=9e9, ttl_s=60)  # fmt: skip
@@ -43,24 +43,24 @@ def test_a_reused_pid_is_not_mistaken_for_the_holder(tmp_path: Path) -> None:
     assert not store._ref_live(elsewhere, now=9e9 + 61)
 
 
-def test_a_damaged_record_is_named_and_break_removes_it(tmp_path: Path) -> None:
-    store = FileLeaseStore(tmp_path)
+def test_a_damaged_record_is_named_and_break_removes_it(tmp_path: Path, file_stores) -> None:
+    store = file_stores()
     store.take(LAB, "run", ttl_s=60).release()
     store.take(LAB, "run", ttl_s=60)
     (path,) = tmp_path.glob("*.lease.json")
     path.write_text('{"resource": "lab:sim-2007", "refs": [{"token": 1')
     with pytest.raises(LeaseStoreError) as err:
-        FileLeaseStore(tmp_path).take(LAB, "other")
+        file_stores().take(LAB, "other")
     assert str(err.value).startswith(f"{path}: unreadable lease record (")
     assert "labctl lease break" in str(err.value)
-    assert FileLeaseStore(tmp_path).list() == []  # listed as nothing, with a warning
-    assert FileLeaseStore(tmp_path).break_lease(LAB) is None
+    assert file_stores().list() == []  # listed as nothing, with a warning
+    assert file_stores().break_lease(LAB) is None
     assert not path.exists()
-    assert FileLeaseStore(tmp_path).take(LAB, "other").first_user
+    assert file_stores().take(LAB, "other").first_user
 
 
-def test_many_threads_taking_at_once_get_exactly_one_lease(tmp_path: Path) -> None:
-    store = FileLeaseStore(tmp_path)
+def test_many_threads_taking_at_once_get_exactly_one_lease(file_stores) -> None:
+    store = file_stores()
     barrier = threading.Barrier(8)
     won: list[str] = []
     refused: list[str] = []
@@ -88,6 +88,7 @@ def test_the_lease_folder_follows_the_environment(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv(LEASE_DIR_VAR, str(tmp_path / "elsewhere"))
     assert default_lease_dir() == tmp_path / "elsewhere"
     store = open_lease_store()
+    store.close()
     assert isinstance(store, FileLeaseStore) and store.where == str(tmp_path / "elsewhere")
     monkeypatch.delenv(LEASE_DIR_VAR)
     assert default_lease_dir().parts[-2:] == (".labctl", "leases")
