@@ -23,10 +23,10 @@ off). A reservation (:meth:`LeaseStore.reserve`, `labctl lease take`) is a lease
 from the shell: bound to ``user@host`` rather than a process, kept for its TTL or until released.
 
 Resources are flat keys: a lease on ``lab:X`` does not by itself conflict with one on
-``group:X/first-25``. Runs that lease parts of a lab should also hold ``lab:X`` *shared* (so they
-coexist with each other, while a whole-lab run's exclusive ``lab:X`` waits for all of them), and
-lease what they touch exclusively (groups, or machines where groups overlap) with one
-:meth:`LeaseStore.take_all`.
+``group:X/first-25``. A run that leases parts of a lab should first take ``lab:X`` *shared* (runs
+on parts coexist, while a whole-lab run's exclusive ``lab:X`` waits for all of them), then the
+parts it touches exclusively (groups, or machines where groups overlap) with one
+:meth:`LeaseStore.take_all`; every run taking ``lab:X`` first keeps the order deadlock-free.
 """
 
 from __future__ import annotations
