@@ -8,6 +8,8 @@ PY := $(VENV)/bin/python
 BIN := $(CURDIR)/.labctl/bin
 GOENV := GOPATH=$(CURDIR)/.labctl/go GOMODCACHE=$(CURDIR)/.labctl/go/pkg/mod GOFLAGS=-modcacherw GOBIN=$(BIN) GOTOOLCHAIN=local
 GOVMOMI_VERSION := v0.46.3
+# The lease store and site agents' hub (JetStream key-value, leaf nodes); exact, from the Go module proxy.
+NATS_SERVER_VERSION := v2.11.17
 
 .PHONY: help install demo test lint typecheck unit bench clean
 
@@ -30,6 +32,11 @@ $(BIN)/govc:
 	@mkdir -p $(BIN)
 	$(GOENV) go install github.com/vmware/govmomi/govc@$(GOVMOMI_VERSION)
 
+# nats-server: the shared lease store and the site agents' hub/leaf nodes (labctl/agents/).
+$(BIN)/nats-server:
+	@mkdir -p $(BIN)
+	$(GOENV) go install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
+
 # The simulated vCenter: vcsim's v0.46.3 simulator library shaped like the inventory (topology, VM
 # names, task latency with jitter, injected task failures). Built offline from the module cache
 # that installing vcsim filled.
@@ -42,7 +49,7 @@ node_modules/.bin/allure: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim node_modules/.bin/allure
+install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim $(BIN)/nats-server node_modules/.bin/allure
 
 # The main job on the simulated lab: check the inventory, then the 2007 boot storm (1 to 100
 # clients) with live progress; the simulated lab is started for the run and stopped after it.

@@ -30,6 +30,7 @@ def cli() -> None:
 
 def _register() -> None:
     from labctl.cli import check_cmd, compare_cmd, inventory_cmd, power_cmd, report_cmd, run_cmd, sim_cmd
+    from labctl.cli.lease_cmd import lease
     from labctl.cli.size_cmd import size
 
     for command in (
@@ -40,9 +41,10 @@ def _register() -> None:
         run_cmd.run,
         report_cmd.report,
         compare_cmd.compare,
+        lease,
+        size,
     ):
         cli.add_command(command)
-    cli.add_command(size)
 
 
 _register()
