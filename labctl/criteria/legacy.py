@@ -110,13 +110,11 @@ def _summary(
     clients: dict[str, dict[str, Any]] = {}
     for group, machines in expected.items():
         for name in machines:
-            clients.setdefault(
-                name, {"name": name, "role": LEGACY_ROLES.get(group, group), "outcome": "ready"}
-            )
+            clients.setdefault(name, {"name": name, "role": LEGACY_ROLES.get(group, group), "outcome": ""})
     for s in data.series(cell=cell or None, source=RESULT_SOURCE):
         if len(s) == 0 or s.metric not in ClientOutcome.model_fields:
             continue
-        c = clients.setdefault(s.entity, {"name": s.entity, "role": "storm", "outcome": "ready"})
+        c = clients.setdefault(s.entity, {"name": s.entity, "role": "storm", "outcome": ""})
         c[s.metric] = int(s.values[-1]) if s.metric == "retries" else s.values[-1]
     return CellSummary(
         cell=cell or "cell",

@@ -374,8 +374,7 @@ class Recorder:
         for unsubscribe in self._unsubscribe:
             with contextlib.suppress(Exception):
                 unsubscribe()
-        if self._started:
-            self._open_gaps()
+        self._open_gaps()
         self.record("recorder.stop", "", samples=self.samples_written)
         self._closed = True
         self._series.close()
