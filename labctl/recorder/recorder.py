@@ -235,10 +235,12 @@ class Recorder:
 
     def _watch(self, batch: list[Sample], src: MetricSource) -> None:
         """Note each series' interval and last sample; a silence longer than GAP_FACTOR
-        intervals before this batch is a ``source.gap`` event (one per source and gap)."""
+        intervals before this batch is a ``source.gap`` event: one per batch at most (a typeperf
+        row ends the same gap in every counter; a poll of 100 clients may end 100 gaps that began
+        at different times: the event spans the earliest start to the latest end)."""
         interval = self.source_interval(src)
         got_ts = self.clock.now()
-        gaps: dict[tuple[float, float], list[SeriesKey]] = {}
+        gaps: list[tuple[float, float, SeriesKey]] = []
         with self._lock:
             for s in batch:
                 key = (s.source, s.entity, s.metric)
@@ -251,9 +253,10 @@ class Recorder:
                     and prev is not None
                     and s.source_ts - prev[0] > GAP_FACTOR * interval
                 ):
-                    gaps.setdefault((prev[0], s.source_ts), []).append(key)
-        for (start, end), keys in gaps.items():
-            self._gap_event(src.name, keys, start, end, interval, open_=False)
+                    gaps.append((prev[0], s.source_ts, key))
+        if gaps:
+            start, end = min(g[0] for g in gaps), max(g[1] for g in gaps)
+            self._gap_event(src.name, [g[2] for g in gaps], start, end, interval, open_=False)
 
     def _gap_event(
         self,
@@ -284,18 +287,18 @@ class Recorder:
     def _open_gaps(self) -> None:
         """At stop: series of a source whose last sample arrived longer than GAP_FACTOR intervals
         ago (measured on the lab clock from its arrival, so a device clock that runs behind or
-        ahead does not count as a silence)."""
+        ahead does not count as a silence). One event per source."""
         now = self.clock.now()
-        found: dict[tuple[str, float], tuple[list[SeriesKey], float | None, float]] = {}
+        found: dict[str, list[tuple[float, float, SeriesKey, float | None]]] = {}
         with self._lock:
             for key, (ts, got, src) in self._last.items():
                 interval = self._intervals.get(key)
                 if interval is None or now - got <= GAP_FACTOR * interval:
                     continue
-                keys, _, _ = found.setdefault((src, ts), ([], interval, ts + (now - got)))
-                keys.append(key)
-        for (src, start), (keys, interval, end) in found.items():
-            self._gap_event(src, keys, start, end, interval, open_=True)
+                found.setdefault(src, []).append((ts, ts + (now - got), key, interval))
+        for src, gaps in found.items():
+            start, end = min(g[0] for g in gaps), max(g[1] for g in gaps)
+            self._gap_event(src, [g[2] for g in gaps], start, end, gaps[0][3], open_=True)
 
     def series(
         self,

@@ -179,21 +179,24 @@ def back_to_baseline(
 
 
 def summarize(s: Series, threshold: float | None = None) -> dict[str, Any]:
-    """The summary written for every series of a cell (``cells/<id>/summary.json`` ``metrics``)."""
+    """The numbers of :func:`series_summary` as a plain dict (the format-1 cell summary's
+    ``metrics``), with time above / storm duration for a ``threshold``."""
     if len(s) == 0:
         return {"unit": s.unit, "samples": 0}
-    out: dict[str, Any] = {
-        "unit": s.unit,
-        "samples": len(s),
-        "start_ts_s": s.ts[0],
-        "end_ts_s": s.ts[-1],
-        "peak": peak(s),
-        "peak_ts_s": peak_ts(s),
-        "mean": mean(s),
-        "p95": p95(s),
-        "min": minimum(s),
-        "last": last(s),
-    }
+    out: dict[str, Any] = series_summary(s).model_dump(
+        include={
+            "unit",
+            "samples",
+            "start_ts_s",
+            "end_ts_s",
+            "peak",
+            "peak_ts_s",
+            "mean",
+            "p95",
+            "min",
+            "last",
+        }
+    )
     if threshold is not None:
         span = storm_span(s, threshold)
         out["threshold"] = threshold

@@ -258,3 +258,40 @@ def test_an_error_naming_its_endpoint_and_one_that_does_not(tmp_path: Path) -> N
         ("pvs:pvs-01", ""),
     ]
     assert {e["target"] for e in read_events(tmp_path, kind="source.recovered")} == {"pvs-01", "pvs:pvs-01"}
+
+
+def test_one_poll_ending_many_gaps_is_one_event(tmp_path: Path) -> None:
+    """A poll of many clients whose values resume at once: one event, not one per client."""
+    clock = FakeClock()
+
+    class Clients:
+        name = "pvs:pvs-01"
+        interval_s = 5.0
+        quiet: ClassVar[set[str]] = set()
+
+        def read(self) -> list[Sample]:
+            return [
+                Sample("pvs", f"optiplex-{i:03d}", "boot_time_s", "s", clock.now(), 30.0)
+                for i in range(1, 51)
+                if f"optiplex-{i:03d}" not in self.quiet
+            ]
+
+    src = Clients()
+    rec = Recorder(tmp_path, [src], clock=clock, cell="c")
+    rec.sample_once()
+    clock.t += 5
+    src.quiet = {f"optiplex-{i:03d}" for i in range(1, 26)}  # half go quiet for 30 s ...
+    for _ in range(3):
+        rec.sample_once()
+        clock.t += 5
+    src.quiet = {f"optiplex-{i:03d}" for i in range(1, 11)}  # ... 15 of them come back
+    for _ in range(3):
+        rec.sample_once()
+        clock.t += 5
+    src.quiet = set()
+    rec.sample_once()
+    rec.stop()
+    gaps = read_events(tmp_path, kind="source.gap")
+    assert [g["detail"]["series"] for g in gaps] == [15, 10]
+    assert gaps[0]["detail"]["start_ts_s"] == T0 and gaps[0]["detail"]["end_ts_s"] == T0 + 20
+    assert len(gaps[0]["detail"]["entities"]) == 15
