@@ -232,12 +232,13 @@ def _numbers(s: Series) -> Series:
     )
 
 
-def _interval(s: Series, summary: CellSummary) -> float | None:
+def _interval(s: Series, summary: CellSummary) -> tuple[float | None, str]:
+    """The interval a series is held to, and how it is known (for the message)."""
     known = summary.metrics.get(s.key)
-    if known is not None:
-        return known.expected_interval_s  # None: an on-change source, no coverage to hold it to
+    if known is not None:  # None: an on-change source, no coverage to hold it to
+        return known.expected_interval_s, "its source promised one every {} s"
     mid = S.median_interval(s)
-    return mid if mid > 0 else None
+    return (mid, "its samples came every {} s (median)") if mid > 0 else (None, "")
 
 
 def _rel(ts: float, window: Window) -> str:
@@ -258,14 +259,14 @@ def _series(
     found = data.series(cell=summary.cell, source=sel.source, entity=entity, metric=sel.metric)
     span = window.as_tuple() if window is not None else None
     judged = _Judged([], [], None, [], c.unit or (found[0].unit if found else ""))
-    worst_gap: tuple[float, Series, S.Silence, float] | None = None  # (coverage, series, gap, ...)
+    worst_gap: tuple[float, Series, S.Silence, str] | None = None  # (coverage, series, gap, interval said)
     covers: list[float] = []
     for s in found:
         w = _numbers(s.window(*span) if span else s)
         judged.refs.append(
             SeriesRef(file="series.csv", cell=s.cell, source=s.source, entity=s.entity, metric=s.metric)
         )
-        interval = _interval(s, summary)
+        interval, said = _interval(s, summary)
         cover: float | None = None
         if span is not None and interval is not None:
             cover = S.coverage(s, interval, span)
@@ -274,7 +275,7 @@ def _series(
             if cover < c.min_coverage and gaps:
                 longest = max(gaps, key=lambda g: g.duration_s)
                 if worst_gap is None or cover < worst_gap[0]:
-                    worst_gap = (cover, s, longest, interval)
+                    worst_gap = (cover, s, longest, said.format(fmt(interval)))
         if len(w) == 0:
             judged.missing.append(s.entity)
             continue
@@ -294,11 +295,10 @@ def _series(
         )
     judged.coverage = min(covers) if covers else None
     if worst_gap is not None and window is not None:
-        cover, s, gap, interval = worst_gap
+        cover, s, gap, said = worst_gap
         judged.no_data = (
             f"no sample from {_rel(gap.start_ts, window)} to {_rel(gap.end_ts, window)} in {s.key} "
-            f"(covers {cover:.0%} of the window, needs {c.min_coverage:.0%}; its source promised one "
-            f"every {fmt(interval)} s)"
+            f"(covers {cover:.0%} of the window, needs {c.min_coverage:.0%}; {said})"
         )
     elif not judged.entities:
         judged.no_data = f"no data for {selector}" + (" in the window" if found else "")
