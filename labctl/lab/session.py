@@ -21,7 +21,7 @@ from labctl.clock import LabClock
 from labctl.drivers.base import Backoff
 from labctl.drivers.redfish import RedfishClient
 from labctl.drivers.ssh import SshPool, SshTarget
-from labctl.drivers.storage.base import StorageDriver, open_storage
+from labctl.drivers.storage import StorageDriver, open_storage
 from labctl.drivers.vsphere import VCenterClient
 from labctl.drivers.wol import DEFAULT_RELAY_COMMAND, WolSender, WolTarget
 from labctl.errors import EndpointError
