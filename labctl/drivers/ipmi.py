@@ -23,14 +23,17 @@ from labctl.inventory.model import IpmiEndpoint
 
 T = TypeVar("T")
 
-# verb -> pyghmi's name for the Chassis Control request (off 0, on 1, reset 3, soft off 5)
-_REQUESTS: dict[PowerVerb, str] = {
-    PowerVerb.ON: "on",
-    PowerVerb.GRACEFUL_OFF: "shutdown",
-    PowerVerb.FORCE_OFF: "off",
-    PowerVerb.REBOOT: "reset",  # IPMI has no OS restart: the nearest is a hard reset
-    PowerVerb.RESET: "reset",
+# verb -> Chassis Control request code (IPMI 2.0 table 28-4)
+_CONTROL: dict[PowerVerb, int] = {
+    PowerVerb.ON: 1,  # power up
+    PowerVerb.GRACEFUL_OFF: 5,  # soft shutdown (ACPI overtemperature emulation: the OS shuts down)
+    PowerVerb.FORCE_OFF: 0,  # power down
+    PowerVerb.REBOOT: 3,  # hard reset: IPMI has no OS restart
+    PowerVerb.RESET: 3,  # hard reset
 }
+CHASSIS_NETFN = 0x00
+GET_CHASSIS_STATUS = 0x01
+CHASSIS_CONTROL = 0x02
 _SAID: dict[PowerVerb, str] = {
     PowerVerb.ON: "power up",
     PowerVerb.GRACEFUL_OFF: "soft off (ACPI)",
@@ -137,22 +140,32 @@ class IpmiClient:
             raise IpmiError(self.endpoint, action, "not connected", "call open() first")
         return self._cmd
 
-    def power_reading(self) -> PowerReading:
-        cmd = self._command("read chassis power")
-        state = self._within("read chassis power", lambda: cmd.get_power())
-        return {"on": PowerReading.ON, "off": PowerReading.OFF}.get(
-            str(state.get("powerstate")), PowerReading.UNKNOWN
+    def _raw(self, action: str, command: int, data: tuple[int, ...] = ()) -> dict[str, Any]:
+        cmd = self._command(action)
+        response = self._within(
+            action, lambda: cmd.raw_command(netfn=CHASSIS_NETFN, command=command, data=data)
         )
+        if "error" in response:
+            raise IpmiError(
+                self.endpoint,
+                action,
+                f"the BMC answered: {response['error']} (completion code {response.get('code', '?')})",
+                "check that the user has operator privilege on the BMC",
+            )
+        return dict(response)
+
+    def power_reading(self) -> PowerReading:
+        """Chassis Status bit 0: power is on."""
+        response = self._raw("read chassis power", GET_CHASSIS_STATUS)
+        data = response.get("data") or []
+        if not data:
+            return PowerReading.UNKNOWN
+        return PowerReading.ON if data[0] & 1 else PowerReading.OFF
 
     def act(self, verb: PowerVerb) -> str:
-        """Send the Chassis Control request for ``verb``; one line saying what the BMC did."""
+        """One Chassis Control request for ``verb`` (a single round trip); what the BMC did."""
         action = f"chassis control: {_SAID[verb]}"
-        cmd = self._command(action)
-        if verb in (PowerVerb.GRACEFUL_OFF, PowerVerb.FORCE_OFF) and self.power_reading() is PowerReading.OFF:
-            return "already off"
-        result = self._within(action, lambda: cmd.set_power(_REQUESTS[verb], wait=False))
-        if "pendingpowerstate" not in result:
-            return f"already {result.get('powerstate', '?')}"
+        self._raw(action, CHASSIS_CONTROL, (_CONTROL[verb],))
         return f"{_SAID[verb]} accepted"
 
     def __enter__(self) -> IpmiClient:
