@@ -117,7 +117,13 @@ class IpmiClient:
                 # pyghmi starts an I/O thread and sockets on import and first use: loaded only
                 # when a lab has an IPMI machine
                 from pyghmi.ipmi import command
+                from pyghmi.ipmi.private import session
 
+                # pyghmi keeps every session it ever started logging in under (bmc, user, ...)
+                # and hands a logged-out one back to the next login, which then fails on it
+                for key, old in list(session.Session.initting_sessions.items()):
+                    if getattr(old, "broken", False):
+                        session.Session.initting_sessions.pop(key, None)
                 return command.Command(
                     bmc=self.ep.host, userid=self.ep.user, password=password, port=self.ep.port
                 )

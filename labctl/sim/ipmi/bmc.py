@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from pyghmi.ipmi import bmc as pyghmi_bmc
+from pyghmi.ipmi.private import constants as ipmi_constants
 from pyghmi.ipmi.private import serversession
 from pyghmi.ipmi.private import session as ipmi_session
 
@@ -37,7 +38,8 @@ _POWERED = {
 
 
 RAKP_HMAC_SHA1 = 1  # authentication algorithm of cipher suite 3, the only one pyghmi's server speaks
-NO_MATCHING_AUTH_PAYLOAD = 0x11  # RMCP+ status code (IPMI 2.0 table 13-15)
+NO_MATCHING_AUTH_PAYLOAD = 0x11  # RMCP+ status codes (IPMI 2.0 table 13-15)
+UNAUTHORIZED_NAME = 0x0D
 
 
 class _Suite3Session(serversession.ServerSession):  # type: ignore[misc]
@@ -46,7 +48,18 @@ class _Suite3Session(serversession.ServerSession):  # type: ignore[misc]
     pyghmi's server answers every open-session request with cipher suite 3 (HMAC-SHA1), even one
     proposing suite 17 (SHA-256), which pyghmi's client tries first and then cannot verify. A BMC
     without suite 17 refuses the proposal (status 0x11), and the client retries with suite 3.
+    pyghmi's server also stays silent to an unknown user (the client would wait out its timeout);
+    a BMC answers RAKP 1 with "unauthorized name" (0x0D).
     """
+
+    def _got_rakp1(self, data: bytearray) -> None:
+        namelen = data[27]
+        name = bytes(data[28 : 28 + namelen]).decode("utf-8", "replace")
+        if namelen and self.authdata.get(name) is None:
+            reply = bytearray([data[0], UNAUTHORIZED_NAME, 0, 0]) + self.clientsessionid
+            self.send_payload(reply, ipmi_constants.payload_types["rakp2"], retry=False)
+            return
+        super()._got_rakp1(data)
 
     def create_open_session_response(self, request: bytearray) -> bytearray:
         if request[12] != RAKP_HMAC_SHA1:  # the proposed authentication algorithm
