@@ -1,0 +1,50 @@
+"""A test lab whose infra-01 is powered over IPMI (``power: ipmi``), and its simulated BMC."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.labfiles import make_test_lab
+
+IPMI_PORT = 40623  # an unprivileged port on the test lab's own loopback address (real BMCs: 623)
+
+
+def ipmi_lab_file(tmp_path: Path, *, clients: int = 2, name: str = "ipmi-lab.yaml", **kw: object) -> Path:
+    """make_test_lab, with infra-01 given ``power: ipmi`` and an ``ipmi:`` endpoint on its BMC address."""
+    path = make_test_lab(tmp_path, clients, name=name, **kw)  # type: ignore[arg-type]
+    text = path.read_text()
+    m = re.search(r'    bmc: \{url: "https://(127\.\d+\.2\.13):8443"', text)
+    assert m, "infra-01's BMC line moved in sim-2007.yaml"
+    host = m.group(1)
+    text = text.replace(
+        m.group(0),
+        f'    power: ipmi\n    ipmi: {{host: {host}, port: {IPMI_PORT}, user: root, password: "secret:sim.bmc_password"}}\n'
+        + m.group(0),
+    )
+    path.write_text(text)
+    return path
+
+
+@contextmanager
+def bmc(tmp_path: Path) -> Iterator[tuple[object, object]]:
+    """infra-01's simulated BMC in this process, started; yields (lab, twin)."""
+    from labctl.clock import LabClock
+    from labctl.inventory import load_lab
+    from labctl.sim.endpoint import SimContext
+    from labctl.sim.faults import FaultBook
+    from labctl.sim.ipmi import build_endpoints
+    from labctl.sim.twin.placeholder import PlaceholderTwin
+    from tests.drivers.simparts import SECRETS
+
+    lab = load_lab(ipmi_lab_file(tmp_path), every_machine=True)
+    clock = LabClock(scale=lab.time_scale)
+    twin = PlaceholderTwin(lab, clock)
+    (ep,) = build_endpoints(SimContext(lab, twin, FaultBook((), clock), clock, tmp_path / "sim", SECRETS))
+    ep.start()
+    try:
+        yield lab, twin
+    finally:
+        ep.stop()
