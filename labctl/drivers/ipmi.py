@@ -84,7 +84,7 @@ class IpmiClient:
             )
         if "error" in box:
             raise self._error(action, box["error"])
-        return box["value"]  # type: ignore[no-any-return]
+        return box["value"]
 
     def _error(self, action: str, exc: BaseException) -> EndpointError:
         if isinstance(exc, EndpointError):

@@ -11,7 +11,7 @@ from labctl.drivers.ipmi import IpmiClient, IpmiError, IpmiTimeout
 from labctl.drivers.power_verbs import PowerReading, PowerVerb
 from labctl.inventory.model import IpmiEndpoint
 from labctl.sim.twin.interface import PowerState
-from tests.drivers.ipmi_lab import bmc
+from tests.drivers.power_labs import bmc
 from tests.drivers.simparts import SECRETS, write_secrets
 
 pytestmark = pytest.mark.integration

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from labctl.inventory import load_lab
-from labctl.inventory.credentials import SECRETS_FILE_VAR
 from labctl.lab.session import DriverSettings, LabSession
+from tests.drivers.power_labs import running_sim
 from tests.labfiles import make_test_lab
 
 pytestmark = pytest.mark.integration
@@ -24,25 +24,12 @@ TIME_SCALE = 6.0
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from labctl.sim.endpoint import PortInUseError
-    from labctl.sim.lab import SimulatedLab
-
     base = tmp_path_factory.mktemp("burst")
-    with pytest.MonkeyPatch.context() as mp:
-        for attempt in range(4):
-            lab_file = make_test_lab(base, CLIENTS, time_scale=TIME_SCALE, name=f"burst-{attempt}.yaml")
-            s = SimulatedLab(lab_file, state_dir=base / f"state-{attempt}", twin="placeholder")
-            try:
-                s.start()
-            except PortInUseError:
-                continue
-            mp.setenv(SECRETS_FILE_VAR, str(s.secrets_file))
-            try:
-                yield s
-            finally:
-                s.stop()
-            return
-        pytest.fail("no free loopback block for a simulated lab")
+    with running_sim(
+        base,
+        lambda attempt: make_test_lab(base, CLIENTS, time_scale=TIME_SCALE, name=f"burst-{attempt}.yaml"),
+    ) as s:
+        yield s
 
 
 @pytest.fixture

@@ -9,10 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from labctl.inventory import load_lab
-from labctl.inventory.credentials import SECRETS_FILE_VAR
 from labctl.lab.power import State
 from labctl.lab.session import LabSession
-from tests.drivers.ipmi_lab import IPMI_PORT, ipmi_lab_file
+from tests.drivers.power_labs import IPMI_PORT, ipmi_lab_file, running_sim
 from tests.lab.conftest import FAST
 
 pytestmark = pytest.mark.integration
@@ -20,25 +19,9 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from labctl.sim.endpoint import PortInUseError
-    from labctl.sim.lab import SimulatedLab
-
     base = tmp_path_factory.mktemp("ipmi")
-    with pytest.MonkeyPatch.context() as mp:
-        for attempt in range(4):
-            lab_file = ipmi_lab_file(base, name=f"ipmi-{attempt}.yaml")
-            s = SimulatedLab(lab_file, state_dir=base / f"state-{attempt}", twin="placeholder")
-            try:
-                s.start()
-            except PortInUseError:
-                continue
-            mp.setenv(SECRETS_FILE_VAR, str(s.secrets_file))
-            try:
-                yield s
-            finally:
-                s.stop()
-            return
-        pytest.fail("no free loopback block for a simulated lab")
+    with running_sim(base, lambda attempt: ipmi_lab_file(base, name=f"ipmi-{attempt}.yaml")) as s:
+        yield s
 
 
 @pytest.fixture

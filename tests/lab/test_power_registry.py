@@ -29,7 +29,7 @@ def test_default_backend_by_kind_and_override(tmp_path: Path) -> None:
     assert {m.kind for m in groups[PowerKind.WOL_SSH]} == {MachineKind.CLIENT}
     assert {m.kind for m in groups[PowerKind.REDFISH]} == {MachineKind.SERVER}
     assert {m.kind for m in groups[PowerKind.VCENTER]} == {MachineKind.VM}
-    from tests.drivers.ipmi_lab import ipmi_lab_file
+    from tests.drivers.power_labs import ipmi_lab_file
 
     lab = load_lab(ipmi_lab_file(tmp_path, name="ipmi.yaml"))
     assert lab.machine("infra-01").power_kind is PowerKind.IPMI

@@ -16,14 +16,16 @@ Adding a backend (a PDU, say): a module in this package with a class like these,
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
 from labctl.clock import LabClock
 from labctl.drivers.power_verbs import PowerVerb
+from labctl.errors import EndpointError
 from labctl.inventory.model import Machine, PowerKind
-from labctl.lab.power.model import MachineState, PowerOutcome, lab_at
+from labctl.lab.power.model import MachineState, PowerOutcome, State, lab_at
 
 if TYPE_CHECKING:
     from labctl.lab.session import LabSession
@@ -137,3 +139,72 @@ def together(fn: Callable[[T], None], items: Sequence[T], name: str = "fire") ->
         t.start()
     for t in threads:
         t.join()
+
+
+def arm_then_fire(
+    clock: LabClock,
+    kind: PowerKind,
+    machines: Sequence[Machine],
+    gate: Gate,
+    report: Report,
+    *,
+    arm: Callable[[Machine], T | None],
+    fire: Callable[[Machine, T], str],
+    workers: int,
+) -> None:
+    """The burst of a backend that speaks to each machine's own endpoint (a BMC).
+
+    ``arm(m)`` opens what ``m`` needs and returns it, or None when it has reported ``m`` itself
+    (e.g. already off); ``fire(m, armed)`` sends the request and returns one line saying what the
+    endpoint did. Either raises :class:`EndpointError` for a machine that fails: it is reported
+    with the reason and fix. Delivered = the endpoint's answer to the fired request.
+    """
+    armed: list[tuple[Machine, T]] = []
+    lock = threading.Lock()
+
+    def do_arm(m: Machine) -> None:
+        try:
+            handle = arm(m)
+        except EndpointError as exc:
+            report(outcome(clock, kind, m, False, exc.reason, exc.fix))
+            return
+        if handle is not None:
+            with lock:
+                armed.append((m, handle))
+
+    try:
+        in_pool(do_arm, machines, workers, f"{kind.value}-arm")
+    except BaseException:
+        gate.leave(kind.value)  # arming crashed: do not hold the other backends
+        raise
+    gate.pass_(kind.value)
+
+    def do_fire(item: tuple[Machine, T]) -> None:
+        m, handle = item
+        sent = time.time()
+        try:
+            detail = fire(m, handle)
+        except EndpointError as exc:
+            report(outcome(clock, kind, m, False, exc.reason, exc.fix, sent_wall=sent))
+            return
+        report(outcome(clock, kind, m, True, detail, sent_wall=sent, delivered_wall=time.time()))
+
+    together(do_fire, armed, kind.value)
+
+
+def read_states(
+    machines: Sequence[Machine], source: str, read: Callable[[Machine], tuple[State, str]], workers: int
+) -> dict[str, MachineState]:
+    """Each machine's state from ``read(m) -> (state, detail)``, ``workers`` at once; a machine
+    whose endpoint fails is unknown, with the error as its detail."""
+    out: dict[str, MachineState] = {}
+
+    def one(m: Machine) -> None:
+        try:
+            st, detail = read(m)
+        except EndpointError as exc:
+            st, detail = State.UNKNOWN, str(exc)
+        out[m.name] = MachineState(m.name, m.kind.value, st, detail, source)
+
+    in_pool(one, machines, workers, f"{source}-state")
+    return out

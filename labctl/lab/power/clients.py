@@ -42,18 +42,9 @@ class WolSshBackend:
         self.s = session
 
     def _outcome(
-        self,
-        m: Machine,
-        ok: bool,
-        detail: str,
-        fix: str = "",
-        *,
-        sent_wall: float | None = None,
-        delivered_wall: float | None = None,
+        self, m: Machine, ok: bool, detail: str, fix: str = "", **stamps: float | None
     ) -> PowerOutcome:
-        return outcome(
-            self.s.clock, self.kind, m, ok, detail, fix, sent_wall=sent_wall, delivered_wall=delivered_wall
-        )
+        return outcome(self.s.clock, self.kind, m, ok, detail, fix, **stamps)
 
     # --- actions -------------------------------------------------------------------------------
     def act(self, verb: PowerVerb, machines: Sequence[Machine], gate: Gate, report: Report) -> None:

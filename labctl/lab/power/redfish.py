@@ -7,16 +7,13 @@ the request is then the BMC's, which carries it out at once. State = ``PowerStat
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from labctl.drivers.power_verbs import PowerVerb
 from labctl.drivers.redfish import RedfishClient, ResetPlan, power_reading
-from labctl.errors import EndpointError
 from labctl.inventory.model import Machine, PowerKind
-from labctl.lab.power.backend import Gate, Report, in_pool, outcome, together
+from labctl.lab.power.backend import Gate, Report, arm_then_fire, read_states
 from labctl.lab.power.model import STATE_OF_READING, MachineState, State
 
 if TYPE_CHECKING:
@@ -30,50 +27,28 @@ class RedfishBackend:
         self.s = session
 
     def act(self, verb: PowerVerb, machines: Sequence[Machine], gate: Gate, report: Report) -> None:
-        clock = self.s.clock
-        armed: list[tuple[Machine, RedfishClient, ResetPlan]] = []
-        lock = threading.Lock()
+        def arm(m: Machine) -> tuple[RedfishClient, ResetPlan]:
+            rf = self.s.redfish(m)
+            return rf, rf.plan_reset(verb)
 
-        def arm(m: Machine) -> None:
-            try:
-                rf = self.s.redfish(m)
-                plan = rf.plan_reset(verb)
-            except EndpointError as exc:
-                report(outcome(clock, self.kind, m, False, exc.reason, exc.fix))
-                return
-            with lock:
-                armed.append((m, rf, plan))
+        def fire(_m: Machine, armed: tuple[RedfishClient, ResetPlan]) -> str:
+            rf, plan = armed
+            return rf.fire(plan)
 
-        try:
-            in_pool(arm, machines, self.s.settings.redfish_workers, "redfish-arm")
-        except BaseException:
-            gate.leave(self.kind.value)  # arming crashed: do not hold the other backends
-            raise
-        gate.pass_(self.kind.value)
-
-        def fire(item: tuple[Machine, RedfishClient, ResetPlan]) -> None:
-            m, rf, plan = item
-            sent = time.time()
-            try:
-                detail = rf.fire(plan)
-            except EndpointError as exc:
-                report(outcome(clock, self.kind, m, False, exc.reason, exc.fix, sent_wall=sent))
-                return
-            report(outcome(clock, self.kind, m, True, detail, sent_wall=sent, delivered_wall=time.time()))
-
-        together(fire, armed, "redfish")
+        arm_then_fire(
+            self.s.clock,
+            self.kind,
+            machines,
+            gate,
+            report,
+            arm=arm,
+            fire=fire,
+            workers=self.s.settings.redfish_workers,
+        )
 
     def states(self, machines: Sequence[Machine]) -> dict[str, MachineState]:
-        out: dict[str, MachineState] = {}
+        def read(m: Machine) -> tuple[State, str]:
+            ps = self.s.redfish(m).power_state()
+            return STATE_OF_READING[power_reading(ps)], f"PowerState {ps}"
 
-        def one(m: Machine) -> None:
-            try:
-                ps = self.s.redfish(m).power_state()
-            except EndpointError as exc:
-                out[m.name] = MachineState(m.name, m.kind.value, State.UNKNOWN, str(exc), "redfish")
-                return
-            st = STATE_OF_READING[power_reading(ps)]
-            out[m.name] = MachineState(m.name, m.kind.value, st, f"PowerState {ps}", "redfish")
-
-        in_pool(one, machines, self.s.settings.redfish_workers, "redfish-state")
-        return out
+        return read_states(machines, "redfish", read, self.s.settings.redfish_workers)

@@ -42,7 +42,7 @@ NO_MATCHING_AUTH_PAYLOAD = 0x11  # RMCP+ status codes (IPMI 2.0 table 13-15)
 UNAUTHORIZED_NAME = 0x0D
 
 
-class _Suite3Session(serversession.ServerSession):  # type: ignore[misc]
+class _Suite3Session(serversession.ServerSession):
     """pyghmi's server session, refusing what it cannot do as a real suite-3 BMC does.
 
     pyghmi's server answers every open-session request with cipher suite 3 (HMAC-SHA1), even one
@@ -64,7 +64,7 @@ class _Suite3Session(serversession.ServerSession):  # type: ignore[misc]
     def create_open_session_response(self, request: bytearray) -> bytearray:
         if request[12] != RAKP_HMAC_SHA1:  # the proposed authentication algorithm
             return bytearray([request[0], NO_MATCHING_AUTH_PAYLOAD, 0, 0]) + request[4:8]
-        return super().create_open_session_response(request)  # type: ignore[no-any-return]
+        return super().create_open_session_response(request)
 
 
 class _Dispatcher:
@@ -107,7 +107,7 @@ class _Dispatcher:
 _DISPATCHER = _Dispatcher()
 
 
-class SimBmc(pyghmi_bmc.Bmc):  # type: ignore[misc]
+class SimBmc(pyghmi_bmc.Bmc):
     """One machine's BMC on ``ipmi.host:ipmi.port`` (UDP)."""
 
     def __init__(self, ctx: SimContext, machine: Machine, ep: IpmiEndpoint):

@@ -1,11 +1,14 @@
-"""A test lab whose infra-01 is powered over IPMI (``power: ipmi``), and its simulated BMC."""
+"""Test labs for the power backends: one whose infra-01 is powered over IPMI (``power: ipmi``),
+its simulated BMC in this process, and a whole simulated lab started from any lab file."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from tests.labfiles import make_test_lab
 
@@ -48,3 +51,27 @@ def bmc(tmp_path: Path) -> Iterator[tuple[object, object]]:
         yield lab, twin
     finally:
         ep.stop()
+
+
+@contextmanager
+def running_sim(base: Path, lab_file: Callable[[int], Path]) -> Iterator[object]:
+    """A SimulatedLab (placeholder twin) of ``lab_file(attempt)``, its secrets in the environment;
+    another random loopback block is tried if this one is taken."""
+    from labctl.inventory.credentials import SECRETS_FILE_VAR
+    from labctl.sim.endpoint import PortInUseError
+    from labctl.sim.lab import SimulatedLab
+
+    with pytest.MonkeyPatch.context() as mp:
+        for attempt in range(4):
+            sim = SimulatedLab(lab_file(attempt), state_dir=base / f"state-{attempt}", twin="placeholder")
+            try:
+                sim.start()
+            except PortInUseError:
+                continue
+            mp.setenv(SECRETS_FILE_VAR, str(sim.secrets_file))
+            try:
+                yield sim
+            finally:
+                sim.stop()
+            return
+        pytest.fail("no free loopback block for a simulated lab")
