@@ -31,6 +31,7 @@ from labctl.drivers.os_power import shutdown_argv  # noqa: E402
 from labctl.drivers.power_verbs import PowerVerb  # noqa: E402
 from labctl.inventory import load_lab  # noqa: E402
 from labctl.inventory.credentials import SECRETS_FILE_VAR  # noqa: E402
+from labctl.lab.power import tcp_open  # noqa: E402
 from labctl.lab.session import DriverSettings, LabSession  # noqa: E402
 from labctl.sim.lab import SimulatedLab  # noqa: E402
 from tests.labfiles import make_test_lab  # noqa: E402
@@ -47,8 +48,23 @@ def all_up(s: LabSession, names: list[str]) -> None:
     s.power.on(names)
     ready = s.wait_ready(names, timeout_s=READY_TIMEOUT_LAB_S)
     late = [n for n, r in ready.items() if not r.ready]
-    if late:
-        raise SystemExit(f"bench: {len(late)} client(s) not up: {late[:5]}")
+    # the streaming server calls a client ready when its agent starts; its sshd may come a moment
+    # later, and a client that refuses SSH would count as "already off"
+    deadline = time.monotonic() + 60
+    while not late:
+        late = [n for n in names if not answers_ssh(s, n)]
+        if not late:
+            return
+        if time.monotonic() > deadline:
+            break
+        late = []
+        time.sleep(0.1)
+    raise SystemExit(f"bench: {len(late)} client(s) not up: {late[:5]}")
+
+
+def answers_ssh(s: LabSession, name: str) -> bool:
+    m = s.lab.machine(name)
+    return m.ssh is not None and tcp_open(m.ssh_host or "", m.ssh.port, 1.0)
 
 
 def all_down(s: LabSession, names: list[str]) -> None:
