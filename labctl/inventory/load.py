@@ -23,6 +23,8 @@ from pydantic import BaseModel, ValidationError
 
 from labctl.errors import InventoryError, Problem
 from labctl.inventory.model import (
+    POWER_ENDPOINT,
+    SUPPORTED_POWER_KINDS,
     SUPPORTED_STORAGE_KINDS,
     Configuration,
     Group,
@@ -219,6 +221,12 @@ def _describe(err: Any, loc: Loc) -> tuple[str, str]:
             return (
                 f"unsupported storage array kind {_shown(err.get('input'))}",
                 f"supported kinds: {', '.join(SUPPORTED_STORAGE_KINDS)}",
+            )
+        if field == "power":
+            return (
+                f"unknown power backend {_shown(err.get('input'))}",
+                f"use one of: {', '.join(SUPPORTED_POWER_KINDS)} (a new backend is a module in "
+                "labctl/lab/power/ and a line in its registry)",
             )
         expected = str(ctx.get("expected", ""))
         choices = [c.strip(" '") for c in expected.replace(" or ", ", ").split(",") if c.strip()]
@@ -611,10 +619,13 @@ def _declare_machines(
                 mac=mac,
                 ip=ip,
                 ssh=cs.ssh,
+                power=cs.power,
                 tags=cs.tags,
                 client_hardware=cs.hardware,
             )
             out.append(_Declared(m, loc, present))
+        if names:
+            _check_power_endpoint(c, loc, out[-1].machine)
 
     for i, ss in enumerate(spec.servers):
         loc = ("servers", i)
@@ -658,9 +669,12 @@ def _declare_machines(
             ip=server_ip,
             ssh=ss.ssh,
             bmc=ss.bmc,
+            ipmi=ss.ipmi,
+            power=ss.power,
             tags=ss.tags,
             server_hardware=ss.hardware,
         )
+        _check_power_endpoint(c, loc, m)
         out.append(_Declared(m, loc, in_config(ss.configurations, loc)))
 
     for i, vs in enumerate(spec.vms):
@@ -679,10 +693,34 @@ def _declare_machines(
         present = in_config(vs.configurations, loc)
         for name, vm_ip in zip(names, vm_ips, strict=True):
             m = Machine(
-                name=name, kind=MachineKind.VM, ip=vm_ip, vcenter=vs.vcenter, vm_host=vs.host, tags=vs.tags
+                name=name,
+                kind=MachineKind.VM,
+                ip=vm_ip,
+                vcenter=vs.vcenter,
+                vm_host=vs.host,
+                power=vs.power,
+                tags=vs.tags,
             )
             out.append(_Declared(m, loc, present))
+        if names:
+            _check_power_endpoint(c, loc, out[-1].machine)
     return out
+
+
+def _check_power_endpoint(c: _Collector, loc: Loc, m: Machine) -> None:
+    """A machine that names a power backend needing an endpoint (bmc:, ipmi:, vcenter:) gives it.
+
+    Only an explicit ``power:`` is checked: a server without bmc: has always been allowed (it is
+    then powered by hand, and a power action on it says so)."""
+    if m.power is None:
+        return
+    need = POWER_ENDPOINT.get(m.power)
+    if need is not None and getattr(m, need[0]) is None:
+        c.add(
+            (*loc, "power"),
+            f"power: {m.power.value} needs the machine's {need[0]}: endpoint",
+            f"add {need[1]}, or choose another power: backend",
+        )
 
 
 def _check_duplicates(c: _Collector, declared: list[_Declared]) -> None:
