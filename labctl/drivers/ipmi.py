@@ -91,6 +91,12 @@ class IpmiClient:
             return exc
         text = str(exc) or type(exc).__name__
         low = text.lower()
+        if action == "log in" and isinstance(exc, AttributeError) and "errormsg" in text:
+            # pyghmi marks a refused session broken (in logout) a moment before it stores the
+            # reason, and its constructor can read the reason in between: an answered login that
+            # failed, whose words were lost
+            text = "the BMC refused the login (pyghmi lost its reason)"
+            low = "unauthorized"
         if "unauthorized" in low or "incorrect password" in low or "invalid user" in low:
             return IpmiError(
                 self.endpoint,
