@@ -24,7 +24,7 @@ from another shell, a simulator stopped under the run), and is a ``power.unexpec
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from labctl.lab.session import LabSession
 
 DEFAULT_POLL_LAB_S = 5.0  # how often bring() re-reads the states it waits for, lab seconds
+RESEND_AFTER = 1 / 3  # share of the timeout after which machines not there get the command again
 
 
 class Goal(StrEnum):
@@ -167,7 +168,11 @@ class PowerStrategy:
             failed = {n: r.detail or r.state for n, r in readiness.items() if not r.ready}
             stopped = stop.is_set()
         else:
-            failed, stopped = self._wait_states(waiting, _REACHED[goal], states, deadline, stop)
+            act = self.s.power.off if goal is Goal.OFF else self.s.power.on
+            resend_at = started + timeout_s * RESEND_AFTER
+            failed, stopped = self._wait_states(
+                waiting, _REACHED[goal], states, deadline, stop, act, resend_at
+            )
         failed.update(send_failed)
         result = StrategyResult(
             goal.value,
@@ -197,15 +202,24 @@ class PowerStrategy:
         first: Mapping[str, MachineState],
         deadline: float,
         stop: threading.Event,
+        act: Callable[[list[str]], PowerReport],
+        resend_at: float,
     ) -> tuple[dict[str, str], bool]:
-        """Poll until every machine is in ``wanted``; returns (not there -> last seen, stopped)."""
+        """Poll until every machine is in ``wanted``; returns (not there -> last seen, stopped).
+        Machines still not there at ``resend_at`` get the command once more (``act``): a shutdown
+        that an overloaded machine never ran, a magic packet that was lost."""
         clock = self.s.clock
         last: dict[str, MachineState] = dict(first)
         pending = [n for n in names if last[n].state not in wanted]
+        resent = False
         while pending:
             now = clock.now()
             if now >= deadline or stop.is_set():
                 break
+            if not resent and now >= resend_at:
+                resent = True
+                self.s.timeline.append("strategy.resend", f"{len(pending)} machine(s)", machines=pending[:50])
+                act(pending)
             if not clock.sleep(min(self.poll_lab_s, deadline - now), stop):
                 break
             try:
