@@ -116,20 +116,27 @@ class CellDisplay:
             self._live.start()
 
     def _render(self) -> Any:
+        from rich.console import Group
         from rich.progress_bar import ProgressBar
         from rich.table import Table
+        from rich.text import Text
 
         with self._lock:
             p, window_s = self._p, self.window_s
-        grid = Table.grid(padding=(0, 2))
-        grid.add_row(f"[bold]{self.cell}[/]", p.phase, self._counts(p), p.note)
-        if window_s and p.window_left_s is not None:
-            done = window_s - p.window_left_s
-            bar = ProgressBar(total=window_s, completed=done, width=30)
-            grid.add_row("", bar, f"{done:.0f} of {window_s:.0f} s", _metrics_text(self._latest()))
-        else:
-            grid.add_row("", "", "", _metrics_text(self._latest()))
-        return grid
+        head = Text.assemble((self.cell, "bold"), "  ", p.phase)
+        for part in (self._counts(p), p.note):
+            if part:
+                head.append(f"  {part}")
+        figures = _metrics_text(self._latest())
+        if not (window_s and p.window_left_s is not None):
+            return Group(head, Text(figures)) if figures else head
+        done = window_s - p.window_left_s
+        line = Table.grid(padding=(0, 2))
+        line.add_row(
+            ProgressBar(total=window_s, completed=done, width=24),
+            Text(f"{done:.0f} of {window_s:.0f} s" + (f" · {figures}" if figures else "")),
+        )
+        return Group(head, line)
 
     # --- both -------------------------------------------------------------------------------
     def _latest(self) -> dict[str, float]:
@@ -146,6 +153,7 @@ class CellDisplay:
 
     def update(self, p: Progress) -> None:
         with self._lock:
+            redraw = p.phase != self._last_phase  # at once; otherwise the display's own 4 Hz
             self._p = p
             if p.window_left_s is not None and (self.window_s is None or p.window_left_s > self.window_s):
                 self.window_s = p.window_left_s
@@ -153,6 +161,9 @@ class CellDisplay:
             self._last_phase = p.phase
         if line is not None:
             self.t.line(line)
+        elif redraw and self._live is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._live.refresh()
 
     def _plain(self, p: Progress) -> str | None:
         """A line when the phase changes or a quarter of the window passed, else None."""
@@ -185,4 +196,5 @@ class CellDisplay:
         live, self._live = self._live, None
         if live is not None:
             with contextlib.suppress(OSError, ValueError), self.t.writing():
+                live.refresh()  # the last state, then the display clears (transient)
                 live.stop()

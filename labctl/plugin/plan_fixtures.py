@@ -81,10 +81,13 @@ def plan_file_for(test_path: Path, plan: str) -> Path:
     return test_path.parent / f"{plan}.params.yaml"
 
 
-def plan_params_for(config: pytest.Config, test_path: Path, plan: str) -> PlanParams:
+def plan_params_for(
+    config: pytest.Config, test_path: Path, plan: str, model: type[BaseModel] | None = None
+) -> PlanParams:
     explicit = config.getoption("--plan-file")
     path = Path(explicit) if explicit else plan_file_for(test_path, plan)
-    return load_plan_params(path, config.getoption("--profile"), config.getoption("--plan-param"))
+    known = list(model.model_fields) if model is not None else []
+    return load_plan_params(path, config.getoption("--profile"), config.getoption("--plan-param"), known)
 
 
 def typed_params(config: pytest.Config, test_path: Path, marker: pytest.Mark) -> tuple[PlanParams, Any]:
@@ -94,8 +97,8 @@ def typed_params(config: pytest.Config, test_path: Path, marker: pytest.Mark) ->
     cache = config.stash.setdefault(_typed_key, {})
     key = (str(test_path), plan)
     if key not in cache:
-        raw = plan_params_for(config, test_path, plan)
         model: type[BaseModel] | None = marker.kwargs.get("params")
+        raw = plan_params_for(config, test_path, plan, model)
         cache[key] = (raw, raw.typed(model) if model is not None else raw)
     return cache[key]
 
@@ -212,7 +215,10 @@ def check_plans(session: pytest.Session) -> None:
                 problems.append(f"{raw.source}: {raw.profile}.configurations: {exc}")
                 continue
             if isinstance(typed, BaseModel) and hasattr(typed, "lab_problems"):
-                problems += [f"{raw.where(line.split(':', 1)[0])}:{line.split(':', 1)[1]}" for line in typed.lab_problems(lab)]
+                problems += [
+                    f"{raw.where(line.split(':', 1)[0])}:{line.split(':', 1)[1]}"
+                    for line in typed.lab_problems(lab)
+                ]
             names = seam.names_with(lab_names(lab), spec.params if spec else {})
             for name in criteria:
                 path = Path(item.path).parent / "criteria" / f"{name}.yaml"

@@ -18,6 +18,7 @@ Selection: ``--profile quick`` (env LABCTL_PROFILE), ``--plan-param window_s=200
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,14 +99,25 @@ def _parse_value(text: str) -> Any:
     if "," in text and not text.strip().startswith("["):
         text = f"[{text}]"
     try:
-        return yaml.safe_load(text)
+        value = yaml.safe_load(text)
     except yaml.YAMLError:
         return text
+    if isinstance(value, str):  # YAML 1.1 reads 1e308 as text; a person means a number
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
 
 
 def load_plan_params(
-    plan_file: Path, profile: str | None = None, overrides: list[str] | tuple[str, ...] = ()
+    plan_file: Path,
+    profile: str | None = None,
+    overrides: list[str] | tuple[str, ...] = (),
+    known: Iterable[str] = (),
 ) -> PlanParams:
+    """One profile of ``plan_file`` with ``overrides`` (``KEY=VALUE``) applied; a key may be
+    overridden when the profile has it or it is ``known`` (the plan model's parameters)."""
     shown = display_path(str(plan_file))
     try:
         if plan_file.stat().st_size > MAX_PLAN_FILE_BYTES:
@@ -137,13 +149,13 @@ def load_plan_params(
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise BadInputError(f"--plan-param {item!r}: write KEY=VALUE, e.g. window_s=200")
-        if key not in values:
+        if key not in values and key not in known:
             raise BadInputError(
                 f"--plan-param {item!r}: plan {data.get('plan')!r} has no parameter {key!r} "
-                f"(known: {', '.join(sorted(values))})"
+                f"(known: {', '.join(sorted({*values, *known}))})"
             )
         value = _parse_value(raw)
-        if isinstance(values[key], list) and not isinstance(value, list):
+        if isinstance(values.get(key), list) and not isinstance(value, list):
             value = [value]  # `--param group_sizes=50` means one cell, not a scalar
         values[key] = value
         overridden[key] = item

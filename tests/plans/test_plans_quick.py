@@ -241,11 +241,21 @@ def test_sigterm_and_sighup_end_the_run_like_ctrl_c(tmp_path: Path, sig: signal.
     storm.wait_window()
     if sig is signal.SIGTERM:  # one run owns the lab: a second one is refused, naming the holder
         other = _run(
-            tmp_path, lab, "boot_storm", "--profile", "quick", "--param", "group_sizes=4", "--no-report", timeout_s=60
+            tmp_path,
+            lab,
+            "boot_storm",
+            "--profile",
+            "quick",
+            "--param",
+            "group_sizes=4",
+            "--no-report",
+            timeout_s=60,
         )
         assert other.returncode == 2, other.stdout[-2000:] + other.stderr[-2000:]
         err = [line for line in other.stderr.splitlines() if line.strip()]
-        assert len(err) == 1 and "lab:sim-2007 is leased by" in err[0] and f"pid {storm.proc.pid}" in err[0], err
+        assert (
+            len(err) == 1 and "lab:sim-2007 is leased by" in err[0] and f"pid {storm.proc.pid}" in err[0]
+        ), err
     storm.proc.send_signal(sig)
     out = storm.finish()
     assert storm.proc.returncode == 130, out[-3000:]
@@ -255,7 +265,9 @@ def test_sigterm_and_sighup_end_the_run_like_ctrl_c(tmp_path: Path, sig: signal.
     cell = _summaries(run)["boot_storm-standalone-004"]
     assert cell.outcome == "interrupted" and sig.name in cell.reason
     assert cell.metric("typeperf", "pvs-01", "cpu_pct") is not None, "what was measured is kept"
-    assert not (run / "cells" / "boot_storm-standalone-004" / "verdicts.json").exists(), "no verdict on half a window"
+    assert not (run / "cells" / "boot_storm-standalone-004" / "verdicts.json").exists(), (
+        "no verdict on half a window"
+    )
     (result,) = [r for r in _allure_results(run) if "test_boot_storm" in r["fullName"]]
     assert result["status"] == "broken" and sig.name in result["statusDetails"]["message"]
     restores = _events(run, "restore.end")

@@ -16,7 +16,10 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """One simulated lab per module: 4 clients, optiplex-004 never wakes."""
     with pytest.MonkeyPatch.context() as mp:
         s = start_lab(
-            tmp_path_factory.mktemp("lab"), mp, clients=4, faults="- {kind: client_never_wakes, targets: [optiplex-004]}"
+            tmp_path_factory.mktemp("lab"),
+            mp,
+            clients=4,
+            faults="- {kind: client_never_wakes, targets: [optiplex-004]}",
         )
         try:
             yield s

@@ -21,7 +21,13 @@ def test_streaming_server_figures_win_and_failures_stay_per_client() -> None:
     }
     devices = {a.name: _dev(a.name, True, 41.5, 3), b.name: _dev(b.name, False, 12.0, 9)}
     out = client_outcomes(
-        [a, b, c], readiness, devices, 1000.0, role="storm", sent={a.name: 1000.5}, send_failed={c.name: "SSH refused"}
+        [a, b, c],
+        readiness,
+        devices,
+        1000.0,
+        role="storm",
+        sent={a.name: 1000.5},
+        send_failed={c.name: "SSH refused"},
     )
     # the streaming software's own boot time and retries, not the orchestrator's guess
     assert (out[a.name].boot_time_s, out[a.name].retries, out[a.name].time_to_ready_s) == (41.5, 3, 45.0)

@@ -37,7 +37,12 @@ def test_bring_acts_only_on_machines_not_there_and_checks_them(session: LabSessi
     down = session.strategy.bring(["optiplex-001"], Goal.OFF, timeout_s=120)
     assert down.ok and down.report is not None and down.report.action == "off"
     assert session.power.state(["optiplex-001"])["optiplex-001"].state is State.OFF
-    assert [e.detail["goal"] for e in session.timeline.events("strategy.bring")] == ["off", "ready", "ready", "off"]
+    assert [e.detail["goal"] for e in session.timeline.events("strategy.bring")] == [
+        "off",
+        "ready",
+        "ready",
+        "off",
+    ]
 
 
 def test_restore_returns_to_a_snapshot_on_the_timeline(session: LabSession) -> None:
@@ -47,7 +52,9 @@ def test_restore_returns_to_a_snapshot_on_the_timeline(session: LabSession) -> N
     res = session.strategy.restore(before, timeout_s=120)
     assert res.ok and sorted(res.reached) == CLIENTS
     assert session.strategy.snapshot(CLIENTS) == before
-    assert _kinds(session, "restore.start") and session.timeline.events("restore.end")[-1].detail["ok"] is True
+    assert (
+        _kinds(session, "restore.start") and session.timeline.events("restore.end")[-1].detail["ok"] is True
+    )
     outcome = res.restore_outcome()
     assert outcome.ok and outcome.left_on == [] and outcome.ended_ts_s >= outcome.started_ts_s
 
