@@ -312,3 +312,82 @@ def test_the_lab_lease_has_one_holder_and_names_it(tmp_path: Path, monkeypatch: 
     finally:
         first.release()
     take_lab_lease("sim-2007", "labctl run copy_reboot").release()  # free again once released
+
+
+def _summary(outcome: str = "pass", reason: str = "") -> Any:
+    from labctl.records.run_record import CellSummary, Window
+
+    return CellSummary(
+        cell="boot_storm-standalone-005",
+        plan="boot_storm",
+        scenario="boot_storm",
+        outcome=outcome,
+        reason=reason,
+        window=Window(start_ts_s=0.0, end_ts_s=360.0),
+    )
+
+
+def _verdict(*criteria: tuple[str, str, bool]) -> Any:
+    from labctl.records.run_record import CellVerdict, CriterionVerdict, Outcome, worst
+
+    items = [
+        CriterionVerdict(name=n, outcome=o, statistic="peak", selector="x", required=r, message=f"{n}: {o}")
+        for n, o, r in criteria
+    ]
+    return CellVerdict(cell="boot_storm-standalone-005", outcome=worst(c.outcome for c in items), criteria=items)
+
+
+def _runner() -> Any:
+    import io
+
+    from labctl.plugin.interrupts import Interrupts
+    from labctl.plugin.live import Terminal
+    from labctl.plugin.runner import CellRunner
+
+    return CellRunner("boot_storm", None, None, Interrupts(), Terminal(io.StringIO(), interactive=False))  # type: ignore[arg-type]
+
+
+def test_a_cells_outcome_is_the_worst_and_its_reason_names_the_lab_first() -> None:
+    from labctl.records.run_record import Outcome
+
+    r = _runner()
+    # the scenario named the endpoint: its reason comes before the criteria's echo of it
+    blame = "streaming server pvs-01 could not be read (auth): boot time and retries unknown for 5 of 5 clients"
+    out, why = r._outcome(
+        _summary("lab_fault", blame), _verdict(("boot time", "lab_fault", True), ("CPU", "fail", True)), None, False, "window"
+    )
+    assert out is Outcome.LAB_FAULT and why.startswith(blame)
+    # a threshold failure: the criterion first, a failed restore beside it, the verdict kept
+    out, why = r._outcome(
+        _summary("pass", "restore failed: 1 of 5 not off"), _verdict(("CPU peak", "fail", True)), None, False, "window"
+    )
+    assert out is Outcome.FAIL and why == "CPU peak: fail; restore failed: 1 of 5 not off"
+    # no data for an optional criterion is reported, not counted; marginal passes with its reason
+    out, why = r._outcome(
+        _summary(), _verdict(("memory", "no_data", False), ("queue", "marginal", True)), None, False, "window"
+    )
+    assert out is Outcome.MARGINAL and why == "queue: marginal"
+    out, _ = r._outcome(_summary(), _verdict(("CPU", "no_data", True)), None, False, "window")
+    assert out is Outcome.NO_DATA
+    # an interrupt wins over everything, and says when it came
+    out, why = r._outcome(_summary(), None, None, True, "window")
+    assert out is Outcome.INTERRUPTED and why == "interrupted during window; 360 lab s of the window measured"
+    # a scenario that broke: the lab's error is a lab fault, anything else an error of labctl
+    from labctl.errors import EndpointError
+
+    out, why = r._outcome(_summary(), None, EndpointError("pvs-01", "read device status", "timed out"), False, "x")
+    assert out is Outcome.LAB_FAULT and why == "EndpointError: pvs-01: read device status: timed out"
+    out, why = r._outcome(_summary(), None, ZeroDivisionError("oops"), False, "x")
+    assert out is Outcome.ERROR and why == "ZeroDivisionError: oops"
+
+
+def test_a_lost_lease_is_a_lab_fault_of_the_cell() -> None:
+    import threading
+
+    from labctl.records.run_record import Outcome
+
+    r = _runner()
+    r.lease = type("Lease", (), {"lost": threading.Event(), "lost_reason": "broken by `labctl lease break`"})()
+    r.lease.lost.set()
+    out, why = r._outcome(_summary(), _verdict(("CPU", "pass", True)), None, False, "window")
+    assert out is Outcome.LAB_FAULT and "lease on the lab was lost" in why and "labctl lease break" in why

@@ -387,10 +387,13 @@ def _wait_quiet(
     lab: LabSession, ctx: CellContext, st: CopyRebootSettings, entities: dict[str, str]
 ) -> float | None:
     """Wait (lab time) until every streaming-server counter in ``st.quiet`` (and the write-cache
-    disk's queue) stays below its limit for ``quiet_hold_s``, judged on what the recorder has
-    recorded in this cell; returns the lab time it went quiet, or None at the deadline or a stop."""
+    disk's queue) stays below its limit for ``quiet_hold_s`` after every client is up, judged on
+    what the recorder has recorded in this cell; returns the lab time it went quiet, or None at the
+    deadline or a stop. (Quiet before the last client came up does not count: the storm has not
+    passed until the clients are up and the server has been quiet since.)"""
     clock = lab.clock
-    deadline = clock.now() + st.settle_timeout_s
+    up_at = clock.now()
+    deadline = up_at + st.settle_timeout_s
     servers = {m.name for m in lab.streaming_servers}
     wc = entities.get("write_cache_disk")
     limits = st.quiet.model_dump()
@@ -410,7 +413,7 @@ def _wait_quiet(
                 seen = True
                 if max(recent.values) > limit:
                     ok = False
-        if ok and seen:
+        if ok and seen and now - up_at >= st.quiet_hold_s:
             return now
         if now >= deadline:
             return None
