@@ -328,7 +328,7 @@ def _summary(outcome: str = "pass", reason: str = "") -> Any:
 
 
 def _verdict(*criteria: tuple[str, str, bool]) -> Any:
-    from labctl.records.run_record import CellVerdict, CriterionVerdict, Outcome, worst
+    from labctl.records.run_record import CellVerdict, CriterionVerdict, worst
 
     items = [
         CriterionVerdict(name=n, outcome=o, statistic="peak", selector="x", required=r, message=f"{n}: {o}")

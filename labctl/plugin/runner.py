@@ -136,14 +136,8 @@ class CellRunner:
         folder = seam.RunFolderSink(self.run_folder)
         started = session.clock.now()
         folder.write_summary(
-            CellSummary(
-                cell=cid,
-                plan=self.plan,
-                scenario=scenario.name,
-                configuration=head.configuration,
-                parameters=head.parameters,
-                outcome=Outcome.INTERRUPTED,
-                reason="the run ended before this cell finished (killed?): what it recorded is in series.csv",
+            _bare(
+                head, Outcome.INTERRUPTED, "the run ended before this cell finished (killed?): see series.csv"
             )
         )
         recorder.record(
@@ -174,16 +168,7 @@ class CellRunner:
         if result is not None:
             summary = result.summary(head).model_copy(update={"metrics": metrics})
         else:
-            summary = CellSummary(
-                cell=cid,
-                plan=self.plan,
-                scenario=scenario.name,
-                configuration=head.configuration,
-                parameters=head.parameters,
-                outcome=Outcome.ERROR,
-                window=window,
-                metrics=metrics,
-            )
+            summary = _bare(head, Outcome.ERROR, "").model_copy(update={"metrics": metrics})
         if summary.window is None:
             summary = summary.model_copy(update={"window": window})
         interrupted = self.interrupts.requested or isinstance(broke, KeyboardInterrupt)
@@ -262,6 +247,19 @@ class CellRunner:
             raise seam.ThresholdFailure(reason)
         if outcome is Outcome.NO_DATA:
             raise seam.NoDataError(reason)
+
+
+def _bare(head: CellHead, outcome: Outcome, reason: str) -> CellSummary:
+    """A summary with only what the runner knows: who the cell is and how it ended."""
+    return CellSummary(
+        cell=head.cell,
+        plan=head.plan,
+        scenario=head.scenario,
+        configuration=head.configuration,
+        parameters=head.parameters,
+        outcome=outcome,
+        reason=reason,
+    )
 
 
 def _judged(verdict: CellVerdict | None) -> Outcome | None:

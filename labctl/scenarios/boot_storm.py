@@ -19,7 +19,7 @@ wake burst, the phases, the restore, and the entities the criteria name.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
@@ -29,21 +29,13 @@ from labctl.inventory.model import Lab
 from labctl.lab.power import State
 from labctl.lab.session import LabSession
 from labctl.lab.strategy import Goal
-from labctl.records.run_record import (
-    CellSummary,
-    ClientOutcome,
-    GroupAction,
-    Outcome,
-    Phase,
-    RestoreOutcome,
-    Window,
-)
+from labctl.records.run_record import Window
 from labctl.records.samples import Event
 from labctl.scenarios.adapters import group_actions, sent_times
-from labctl.scenarios.base import CellContext, CellHead, Progress, Scenario, ScenarioResult
+from labctl.scenarios.base import CellContext, Progress, Scenario
 from labctl.scenarios.common import (
     Phases,
-    blame_streaming_server,
+    StormResult,
     cell_entities,
     client_outcomes,
     restore,
@@ -70,22 +62,12 @@ class BootStormSettings(ScenarioSettings):
         return self.group_problems(lab, 1, "clients")
 
 
-@dataclass
-class BootStormResult(ScenarioResult):
+@dataclass(kw_only=True)
+class BootStormResult(StormResult):
     """What a boot-storm cell measured; :meth:`summary` writes it as the cell summary."""
 
     group_size: int
     settings: BootStormSettings
-    entities: dict[str, str]
-    window: Window | None = None  # type: ignore[assignment]  # None: stopped before the burst
-    clients: dict[str, ClientOutcome] = field(default_factory=dict)
-    actions: list[GroupAction] = field(default_factory=list)
-    phases: list[Phase] = field(default_factory=list)
-    restore: RestoreOutcome | None = None
-    prepare_failed: str = ""  # the clients would not reach S5: nothing was woken
-    unexpected: dict[str, str] = field(default_factory=dict)  # power changes this run did not make
-    unread: dict[str, str] = field(default_factory=dict)  # streaming server -> why it could not be read
-    stopped: bool = False  # ended early by an interrupt
 
     @property
     def never_ready(self) -> list[str]:
@@ -94,43 +76,8 @@ class BootStormResult(ScenarioResult):
     def criteria_variables(self) -> dict[str, Any]:
         return {"group_size": self.group_size}
 
-    def _lab_faults(self) -> list[str]:
-        faults = []
-        if self.prepare_failed:
-            faults.append(f"prepare: {self.prepare_failed}")
-        if self.unexpected:
-            shown = ", ".join(f"{n} ({why})" for n, why in sorted(self.unexpected.items())[:5])
-            more = f" and {len(self.unexpected) - 5} more" if len(self.unexpected) > 5 else ""
-            faults.append(f"power changes this run did not make: {shown}{more}")
-        blame = blame_streaming_server(self.unread, self.clients)
-        if blame:
-            faults.append(blame)
-        if self.restore is not None and not self.restore.ok and self.settings.restore_failure == "lab_fault":
-            faults.append(f"restore failed: {self.restore.detail}")
-        return faults
-
-    def summary(self, head: CellHead) -> CellSummary:
-        faults = self._lab_faults()
-        notes = list(faults)
-        if self.restore is not None and not self.restore.ok and self.settings.restore_failure == "note":
-            notes.append(f"restore failed: {self.restore.detail}")
-        return CellSummary(
-            cell=head.cell,
-            plan=head.plan,
-            scenario=head.scenario,
-            configuration=head.configuration,
-            parameters=head.parameters,
-            outcome=Outcome.LAB_FAULT if faults else Outcome.PASS,
-            reason="; ".join(notes),
-            window=self.window,
-            storm_start_ts_s=self.window.start_ts_s if self.window else None,
-            entities=self.entities,
-            clients=self.clients,
-            actions=self.actions,
-            phases=self.phases,
-            restore=self.restore,
-            extra={"window_s": self.settings.window_s, "never_ready": len(self.never_ready)},
-        )
+    def extra(self) -> dict[str, float | int | str | bool | None]:
+        return {"window_s": self.settings.window_s, "never_ready": len(self.never_ready)}
 
 
 class BootStorm(Scenario):
@@ -161,7 +108,9 @@ class BootStorm(Scenario):
                 f"group {st.clients!r} has {len(everyone)} clients, the cell needs {self.group_size}"
             )
         phases = Phases(lab.clock.now)
-        result = BootStormResult(self.group_size, st, cell_entities(lab.lab), phases=phases.items)
+        result = BootStormResult(
+            group_size=self.group_size, settings=st, entities=cell_entities(lab.lab), phases=phases.items
+        )
         try:
             if not ctx.stop.is_set():
                 ctx.progress(Progress("prepare", 0, len(group)))

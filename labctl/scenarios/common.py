@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Protocol
 from labctl.errors import LabctlError
 from labctl.inventory.model import Lab, Machine
 from labctl.lab.power import State
-from labctl.records.run_record import ClientOutcome, Phase, RestoreOutcome
+from labctl.records.run_record import (
+    CellSummary,
+    ClientOutcome,
+    GroupAction,
+    Outcome,
+    Phase,
+    RestoreOutcome,
+    Window,
+)
+from labctl.scenarios.base import CellHead, ScenarioResult
 
 if TYPE_CHECKING:
     import threading
@@ -19,6 +28,7 @@ if TYPE_CHECKING:
     from labctl.lab.ready import Readiness
     from labctl.lab.session import LabSession
     from labctl.scenarios.base import CellContext
+    from labctl.scenarios.settings import ScenarioSettings
 
 
 class DeviceStatus(Protocol):
@@ -152,3 +162,68 @@ def restore(
     except (LabctlError, OSError) as exc:
         return RestoreOutcome(ok=False, started_ts_s=started, ended_ts_s=lab.clock.now(), detail=str(exc))
     return res.restore_outcome()
+
+
+@dataclass(kw_only=True)
+class StormResult(ScenarioResult):
+    """What every storm cell measured, and how it becomes the cell summary: one client outcome
+    per machine of the cell, the power bursts, the phases, the restore, and what the lab did that
+    the cell cannot answer for (a lab fault, named before any criterion echoes it)."""
+
+    settings: ScenarioSettings
+    entities: dict[str, str]
+    window: Window | None = None  # type: ignore[assignment]  # None: stopped before the burst
+    clients: dict[str, ClientOutcome] = field(default_factory=dict)
+    actions: list[GroupAction] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)
+    restore: RestoreOutcome | None = None
+    prepare_failed: str = ""  # the lab could not be brought to the cell's starting state
+    unexpected: dict[str, str] = field(default_factory=dict)  # power changes this run did not make
+    unread: dict[str, str] = field(default_factory=dict)  # streaming server -> why it could not be read
+    stopped: bool = False  # ended early by an interrupt
+
+    blame_role: str | None = None  # whose boot times the streaming server owed (None: every client)
+
+    def extra(self) -> dict[str, float | int | str | bool | None]:
+        """Scenario-specific scalars of the summary."""
+        return {}
+
+    def lab_faults(self) -> list[str]:
+        faults = []
+        if self.prepare_failed:
+            faults.append(f"prepare: {self.prepare_failed}")
+        if self.unexpected:
+            shown = ", ".join(f"{n} ({why})" for n, why in sorted(self.unexpected.items())[:5])
+            more = f" and {len(self.unexpected) - 5} more" if len(self.unexpected) > 5 else ""
+            faults.append(f"power changes this run did not make: {shown}{more}")
+        blame = blame_streaming_server(self.unread, self.clients, self.blame_role)
+        if blame:
+            faults.append(blame)
+        return faults
+
+    def summary(self, head: CellHead) -> CellSummary:
+        """A failed restore is beside the measured verdict (``restore_failure: note``), or also a
+        lab fault of the cell (``restore_failure: lab_fault``)."""
+        faults = self.lab_faults()
+        notes = list(faults)
+        if self.restore is not None and not self.restore.ok:
+            notes.append(f"restore failed: {self.restore.detail}")
+            if self.settings.restore_failure == "lab_fault":
+                faults.append(notes[-1])
+        return CellSummary(
+            cell=head.cell,
+            plan=head.plan,
+            scenario=head.scenario,
+            configuration=head.configuration,
+            parameters=head.parameters,
+            outcome=Outcome.LAB_FAULT if faults else Outcome.PASS,
+            reason="; ".join(notes),
+            window=self.window,
+            storm_start_ts_s=self.window.start_ts_s if self.window else None,
+            entities=self.entities,
+            clients=self.clients,
+            actions=self.actions,
+            phases=self.phases,
+            restore=self.restore,
+            extra=self.extra(),
+        )

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -37,21 +37,13 @@ from labctl.lab.power import State
 from labctl.lab.ready import Readiness
 from labctl.lab.session import LabSession
 from labctl.lab.strategy import Goal
-from labctl.records.run_record import (
-    CellSummary,
-    ClientOutcome,
-    GroupAction,
-    Outcome,
-    Phase,
-    RestoreOutcome,
-    Window,
-)
+from labctl.records.run_record import ClientOutcome, Window
 from labctl.records.samples import Event
 from labctl.scenarios.adapters import group_actions, sent_times
-from labctl.scenarios.base import CellContext, CellHead, Progress, Scenario, ScenarioResult
+from labctl.scenarios.base import CellContext, Progress, Scenario
 from labctl.scenarios.common import (
     Phases,
-    blame_streaming_server,
+    StormResult,
     cell_entities,
     client_outcomes,
     restore,
@@ -125,25 +117,16 @@ def split_groups(clients: list[Machine], copiers: int, rebooters: int) -> tuple[
     return clients[:copiers], clients[copiers : copiers + rebooters]
 
 
-@dataclass
-class CopyRebootResult(ScenarioResult):
+@dataclass(kw_only=True)
+class CopyRebootResult(StormResult):
     """What a copy/reboot cell measured; :meth:`summary` writes it as the cell summary."""
 
     copiers: int
     rebooters: int
     copy_path: CopyPath
     settings: CopyRebootSettings
-    entities: dict[str, str]
-    window: Window | None = None  # type: ignore[assignment]  # None: stopped before the burst
-    clients: dict[str, ClientOutcome] = field(default_factory=dict)
-    actions: list[GroupAction] = field(default_factory=list)
-    phases: list[Phase] = field(default_factory=list)
-    restore: RestoreOutcome | None = None
-    prepare_failed: str = ""
     quiet_at_ts_s: float | None = None  # when the servers went quiet before the burst
-    unexpected: dict[str, str] = field(default_factory=dict)
-    unread: dict[str, str] = field(default_factory=dict)
-    stopped: bool = False
+    blame_role: str | None = "rebooter"
 
     def criteria_variables(self) -> dict[str, Any]:
         return {"copiers": self.copiers, "rebooters": self.rebooters, "copy_path": self.copy_path.value}
@@ -152,40 +135,8 @@ class CopyRebootResult(ScenarioResult):
     def failed_copies(self) -> list[str]:
         return [c.name for c in self.clients.values() if c.role == "copier" and c.outcome != "copied"]
 
-    def summary(self, head: CellHead) -> CellSummary:
-        faults = []
-        if self.prepare_failed:
-            faults.append(f"prepare: {self.prepare_failed}")
-        if self.unexpected:
-            shown = ", ".join(f"{n} ({why})" for n, why in sorted(self.unexpected.items())[:5])
-            faults.append(f"power changes this run did not make: {shown}")
-        blame = blame_streaming_server(self.unread, self.clients, "rebooter")
-        if blame:
-            faults.append(blame)
-        notes = list(faults)
-        if self.restore is not None and not self.restore.ok:
-            (faults if self.settings.restore_failure == "lab_fault" else notes).append(
-                f"restore failed: {self.restore.detail}"
-            )
-            if self.settings.restore_failure == "lab_fault":
-                notes.append(faults[-1])
-        return CellSummary(
-            cell=head.cell,
-            plan=head.plan,
-            scenario=head.scenario,
-            configuration=head.configuration,
-            parameters=head.parameters,
-            outcome=Outcome.LAB_FAULT if faults else Outcome.PASS,
-            reason="; ".join(notes),
-            window=self.window,
-            storm_start_ts_s=self.window.start_ts_s if self.window else None,
-            entities=self.entities,
-            clients=self.clients,
-            actions=self.actions,
-            phases=self.phases,
-            restore=self.restore,
-            extra={"back_to_baseline_ts_s": self.quiet_at_ts_s, "failed_copies": len(self.failed_copies)},
-        )
+    def extra(self) -> dict[str, float | int | str | bool | None]:
+        return {"back_to_baseline_ts_s": self.quiet_at_ts_s, "failed_copies": len(self.failed_copies)}
 
 
 class CopyReboot(Scenario):
@@ -226,7 +177,12 @@ class CopyReboot(Scenario):
         phases = Phases(lab.clock.now)
         entities = cell_entities(lab.lab)
         result = CopyRebootResult(
-            self.copiers, self.rebooters, self.copy_path, st, entities, phases=phases.items
+            copiers=self.copiers,
+            rebooters=self.rebooters,
+            copy_path=self.copy_path,
+            settings=st,
+            entities=entities,
+            phases=phases.items,
         )
         try:
             if not ctx.stop.is_set():
