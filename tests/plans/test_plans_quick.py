@@ -346,6 +346,23 @@ def test_a_power_change_the_run_did_not_make_fails_the_cell_as_a_lab_fault(
     assert {e["target"] for e in _events(run, "power.unexpected")} == {"optiplex-001", "optiplex-003"}
 
 
+def test_the_simulated_lab_going_down_in_a_window_is_a_lab_fault_not_a_pass(tmp_path: Path) -> None:
+    from labctl.sim.lab import SimulatedLab
+
+    lab_file = make_test_lab(tmp_path, clients=3)
+    sim = SimulatedLab(lab_file, state_dir=tmp_path / "state").start()
+    try:
+        storm = Storm(tmp_path, lab_file, "--no-report", "--param", "restore_timeout_s=30", window_s=1200, group=2)
+        storm.wait_window()
+    finally:
+        sim.stop()  # `labctl sim down` from another shell
+    out = storm.finish(timeout_s=200)
+    assert storm.proc.returncode == 1, out[-3000:]
+    cell = _summaries(_run_folder(tmp_path))["boot_storm-standalone-002"]
+    assert cell.outcome == "lab_fault", cell.reason
+    assert "power changes this run did not make" in cell.reason and "optiplex-001" in cell.reason
+
+
 def test_a_killed_run_still_shows_what_it_measured(tmp_path: Path) -> None:
     from labctl.sim.lab import SimulatedLab
 
