@@ -108,7 +108,3 @@ class Interrupts:
     def _say(self, text: str) -> None:
         with contextlib.suppress(Exception):  # a closed terminal (SIGHUP) must not stop the restore
             self.say(text)
-
-    def simulate(self, signum: int = signal.SIGINT) -> None:
-        """What the handler does for ``signum`` (tests that cannot send a real signal)."""
-        self._handle(signum, None)

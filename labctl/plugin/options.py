@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -125,7 +124,3 @@ def session_lab(config: pytest.Config, configuration: str | None = None) -> Lab:
     if cfg not in labs:
         labs[cfg] = load_lab(s.lab_file, cfg)
     return labs[cfg]
-
-
-def stash_get(config: pytest.Config, key: pytest.StashKey[Any], default: Any = None) -> Any:
-    return config.stash.get(key, default)

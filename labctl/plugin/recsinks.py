@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -450,8 +450,5 @@ def read_cell_summaries(run: Any) -> dict[str, CellSummary]:
 
 
 def names_with(names: Names, variables: Mapping[str, Any]) -> Names:
+    """The lab's names plus a cell's variables that a criteria file can use (numbers and text)."""
     return names.with_vars({k: v for k, v in variables.items() if isinstance(v, int | float | str)})
-
-
-def all_keys(items: Iterable[str]) -> list[str]:
-    return sorted(set(items))

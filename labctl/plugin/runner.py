@@ -120,7 +120,14 @@ class CellRunner:
     def _run(self, scenario: Scenario, cid: str, configuration: str | None, criteria: Path | None) -> CellRun:
         from labctl.report import allure_helpers as A  # allure-pytest: only in a plan session
 
-        session = self.env.session(configuration)
+        try:
+            session = self.env.session(configuration)
+        except BadInputError as exc:  # e.g. another simulated lab is up: the session cannot go on
+            import pytest  # the runner runs inside a pytest session
+
+            pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+        except LabctlError as exc:  # the lab (or its simulator) did not come up: this cell is broken
+            raise seam.LabFault(f"{cid}: {exc}") from exc
         cfg = self.env.configuration or "default"
         head = CellHead(cid, self.plan, scenario.name, self.env.configuration, scenario.parameters())
         A.label_cell(self.plan, scenario.title, cid, configuration=cfg, **head.parameters)
@@ -174,7 +181,10 @@ class CellRunner:
         interrupted = self.interrupts.requested or isinstance(broke, KeyboardInterrupt)
         if not interrupted and broke is None and criteria is not None and summary.window is not None:
             names = seam.names_with(lab_names(session.lab), result.criteria_variables() if result else {})
-            verdict = seam.judge(criteria, recorder, summary, names=names)
+            try:
+                verdict = seam.judge(criteria, recorder, summary, names=names)
+            except LabctlError as exc:  # checked at collection; a cell's own names can still fail
+                broke = exc
         outcome, reason = self._outcome(summary, verdict, broke, interrupted, ctx.phase)
         record = CellRecord(
             summary=summary.model_copy(update={"outcome": outcome, "reason": reason}), verdict=verdict

@@ -363,6 +363,19 @@ def test_the_simulated_lab_going_down_in_a_window_is_a_lab_fault_not_a_pass(tmp_
     assert "power changes this run did not make" in cell.reason and "optiplex-001" in cell.reason
 
 
+def test_another_simulated_lab_already_up_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    from labctl.sim.lab import SimulatedLab
+
+    up = make_test_lab(tmp_path, clients=2, name="up.yaml")
+    other = make_test_lab(tmp_path, clients=2, name="other.yaml")
+    with SimulatedLab(up, state_dir=tmp_path / "state"):
+        proc = _run(tmp_path, other, "boot_storm", "--profile", "quick", "--param", "group_sizes=1", "--no-report")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out[-3000:]
+    assert "a simulated lab is already running" in out and "labctl sim down" in out
+    assert "Traceback" not in out
+
+
 def test_a_killed_run_still_shows_what_it_measured(tmp_path: Path) -> None:
     from labctl.sim.lab import SimulatedLab
 
