@@ -334,7 +334,9 @@ def _verdict(*criteria: tuple[str, str, bool]) -> Any:
         CriterionVerdict(name=n, outcome=o, statistic="peak", selector="x", required=r, message=f"{n}: {o}")
         for n, o, r in criteria
     ]
-    return CellVerdict(cell="boot_storm-standalone-005", outcome=worst(c.outcome for c in items), criteria=items)
+    return CellVerdict(
+        cell="boot_storm-standalone-005", outcome=worst(c.outcome for c in items), criteria=items
+    )
 
 
 def _runner() -> Any:
@@ -352,14 +354,24 @@ def test_a_cells_outcome_is_the_worst_and_its_reason_names_the_lab_first() -> No
 
     r = _runner()
     # the scenario named the endpoint: its reason comes before the criteria's echo of it
-    blame = "streaming server pvs-01 could not be read (auth): boot time and retries unknown for 5 of 5 clients"
+    blame = (
+        "streaming server pvs-01 could not be read (auth): boot time and retries unknown for 5 of 5 clients"
+    )
     out, why = r._outcome(
-        _summary("lab_fault", blame), _verdict(("boot time", "lab_fault", True), ("CPU", "fail", True)), None, False, "window"
+        _summary("lab_fault", blame),
+        _verdict(("boot time", "lab_fault", True), ("CPU", "fail", True)),
+        None,
+        False,
+        "window",
     )
     assert out is Outcome.LAB_FAULT and why.startswith(blame)
     # a threshold failure: the criterion first, a failed restore beside it, the verdict kept
     out, why = r._outcome(
-        _summary("pass", "restore failed: 1 of 5 not off"), _verdict(("CPU peak", "fail", True)), None, False, "window"
+        _summary("pass", "restore failed: 1 of 5 not off"),
+        _verdict(("CPU peak", "fail", True)),
+        None,
+        False,
+        "window",
     )
     assert out is Outcome.FAIL and why == "CPU peak: fail; restore failed: 1 of 5 not off"
     # no data for an optional criterion is reported, not counted; marginal passes with its reason
@@ -375,7 +387,9 @@ def test_a_cells_outcome_is_the_worst_and_its_reason_names_the_lab_first() -> No
     # a scenario that broke: the lab's error is a lab fault, anything else an error of labctl
     from labctl.errors import EndpointError
 
-    out, why = r._outcome(_summary(), None, EndpointError("pvs-01", "read device status", "timed out"), False, "x")
+    out, why = r._outcome(
+        _summary(), None, EndpointError("pvs-01", "read device status", "timed out"), False, "x"
+    )
     assert out is Outcome.LAB_FAULT and why == "EndpointError: pvs-01: read device status: timed out"
     out, why = r._outcome(_summary(), None, ZeroDivisionError("oops"), False, "x")
     assert out is Outcome.ERROR and why == "ZeroDivisionError: oops"
@@ -387,7 +401,9 @@ def test_a_lost_lease_is_a_lab_fault_of_the_cell() -> None:
     from labctl.records.run_record import Outcome
 
     r = _runner()
-    r.lease = type("Lease", (), {"lost": threading.Event(), "lost_reason": "broken by `labctl lease break`"})()
+    r.lease = type(
+        "Lease", (), {"lost": threading.Event(), "lost_reason": "broken by `labctl lease break`"}
+    )()
     r.lease.lost.set()
     out, why = r._outcome(_summary(), _verdict(("CPU", "pass", True)), None, False, "window")
     assert out is Outcome.LAB_FAULT and "lease on the lab was lost" in why and "labctl lease break" in why

@@ -322,6 +322,4 @@ def test_labctl_run_collect_only_and_last_failed(small_lab: Path, tmp_path: Path
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     listed = [line for line in proc.stdout.splitlines() if "::" in line]
-    assert listed == ["testplans/test_boot_storm.py::test_boot_storm[boot_storm-standalone-005]"], (
-        proc.stdout
-    )
+    assert listed == ["testplans/test_boot_storm.py::test_boot_storm[boot_storm-standalone-005]"], proc.stdout

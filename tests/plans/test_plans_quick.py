@@ -352,7 +352,9 @@ def test_the_simulated_lab_going_down_in_a_window_is_a_lab_fault_not_a_pass(tmp_
     lab_file = make_test_lab(tmp_path, clients=3)
     sim = SimulatedLab(lab_file, state_dir=tmp_path / "state").start()
     try:
-        storm = Storm(tmp_path, lab_file, "--no-report", "--param", "restore_timeout_s=30", window_s=1200, group=2)
+        storm = Storm(
+            tmp_path, lab_file, "--no-report", "--param", "restore_timeout_s=30", window_s=1200, group=2
+        )
         storm.wait_window()
     finally:
         sim.stop()  # `labctl sim down` from another shell
@@ -369,7 +371,9 @@ def test_another_simulated_lab_already_up_is_one_line_and_exit_2(tmp_path: Path)
     up = make_test_lab(tmp_path, clients=2, name="up.yaml")
     other = make_test_lab(tmp_path, clients=2, name="other.yaml")
     with SimulatedLab(up, state_dir=tmp_path / "state"):
-        proc = _run(tmp_path, other, "boot_storm", "--profile", "quick", "--param", "group_sizes=1", "--no-report")
+        proc = _run(
+            tmp_path, other, "boot_storm", "--profile", "quick", "--param", "group_sizes=1", "--no-report"
+        )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out[-3000:]
     assert "a simulated lab is already running" in out and "labctl sim down" in out
