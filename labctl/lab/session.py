@@ -188,7 +188,7 @@ class LabSession:
     def strategy(self) -> PowerStrategy:
         """Brings machines to off / on / ready and checks it (:mod:`labctl.lab.strategy`)."""
         if self._strategy is None:
-            from labctl.lab.strategy import PowerStrategy
+            from labctl.lab.strategy import PowerStrategy  # it imports power, which imports this module
 
             self._strategy = PowerStrategy(self)
         return self._strategy

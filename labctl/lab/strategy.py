@@ -13,8 +13,10 @@ all call it, so "bring every client to S5 and check it" is written once.
 
 ``bring`` reads the states once, acts only on the machines that are not there yet (one burst per
 backend through :attr:`LabSession.power`), then polls until every machine is there, the deadline
-(lab time) passes, or ``stop`` is set. Nothing is raised for a machine that does not make it: it is
-in ``failed`` with what was last seen. Every call is one ``strategy.bring`` event on the timeline.
+(lab time) passes, or ``stop`` is set. A machine the command could not reach is not waited for; one
+still not there after a third of the timeout gets the command once more (a shutdown an overloaded
+machine never ran). Nothing is raised for a machine that does not make it: it is in ``failed``
+with what was last seen. Every call is one ``strategy.bring`` event on the timeline.
 
 :meth:`PowerStrategy.unexpected` compares observed states with what a scenario expects during its
 window: a machine that is not in its expected state was powered by someone else (``labctl power``
