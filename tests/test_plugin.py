@@ -291,29 +291,6 @@ def test_signals_during_a_cell_stop_it_then_abort_the_restore_and_outside_a_cell
     assert {sig: signal.getsignal(sig) for sig in before} == before, "the previous handlers are back"
 
 
-def test_the_lab_lease_has_one_holder_and_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
-    from labctl.errors import BadInputError
-    from labctl.plugin.lease import take_lab_lease
-
-    monkeypatch.setenv("LABCTL_LEASE_DIR", str(tmp_path))
-    first = take_lab_lease("sim-2007", "labctl run boot_storm")
-    try:
-        with pytest.raises(BadInputError) as exc:
-            take_lab_lease("sim-2007", "labctl run copy_reboot", wait_s=0.5)
-        message = str(exc.value)
-        assert "\n" not in message and "lab:sim-2007 is leased by" in message
-        assert (
-            f"pid {os.getpid()} (labctl run boot_storm)" in message and "still after waiting 0.5 s" in message
-        )
-        other = take_lab_lease("other-lab", "labctl run boot_storm")  # another lab is another lease
-        other.release()
-    finally:
-        first.release()
-    take_lab_lease("sim-2007", "labctl run copy_reboot").release()  # free again once released
-
-
 def _summary(outcome: str = "pass", reason: str = "") -> Any:
     from labctl.records.run_record import CellSummary, Window
 
@@ -328,82 +305,88 @@ def _summary(outcome: str = "pass", reason: str = "") -> Any:
 
 
 def _verdict(*criteria: tuple[str, str, bool]) -> Any:
-    from labctl.records.run_record import CellVerdict, CriterionVerdict, worst
+    from labctl.criteria.evaluate import cell_outcome
+    from labctl.records.run_record import CellVerdict, CriterionVerdict
 
     items = [
         CriterionVerdict(name=n, outcome=o, statistic="peak", selector="x", required=r, message=f"{n}: {o}")
         for n, o, r in criteria
     ]
     return CellVerdict(
-        cell="boot_storm-standalone-005", outcome=worst(c.outcome for c in items), criteria=items
+        cell="boot_storm-standalone-005", outcome=cell_outcome(items), criteria=items
     )
 
 
-def _runner() -> Any:
-    import io
+class _Criteria:
+    """Stands in for a criteria file: hands back a fixed verdict (what the runner's seam consumes)."""
 
-    from labctl.plugin.interrupts import Interrupts
-    from labctl.plugin.live import Terminal
-    from labctl.plugin.runner import CellRunner
+    def __init__(self, verdict: Any):
+        self.verdict = verdict
 
-    return CellRunner("boot_storm", None, None, Interrupts(), Terminal(io.StringIO(), interactive=False))  # type: ignore[arg-type]
+    def judge(self, data: Any, summary: Any, *, names: Any, window: Any = None) -> Any:
+        return self.verdict
 
 
-def test_a_cells_outcome_is_the_worst_and_its_reason_names_the_lab_first() -> None:
-    from labctl.records.run_record import Outcome
+def _recorder(tmp_path: Path) -> Any:
+    from labctl.recorder import Recorder
 
-    r = _runner()
+    return Recorder(tmp_path, [], cell="boot_storm-standalone-005")
+
+
+def test_a_cells_outcome_is_the_worst_and_its_reason_names_the_lab_first(tmp_path: Path) -> None:
+    from labctl.recorder.cell_record import broken_record, judged_record
+    from labctl.records.run_record import Outcome, RestoreOutcome
+
+    rec = _recorder(tmp_path)
     # the scenario named the endpoint: its reason comes before the criteria's echo of it
     blame = (
         "streaming server pvs-01 could not be read (auth): boot time and retries unknown for 5 of 5 clients"
     )
-    out, why = r._outcome(
-        _summary("lab_fault", blame),
-        _verdict(("boot time", "lab_fault", True), ("CPU", "fail", True)),
-        None,
-        False,
-        "window",
-    )
-    assert out is Outcome.LAB_FAULT and why.startswith(blame)
+    v = _verdict(("boot time", "lab_fault", True), ("CPU", "fail", True))
+    record = judged_record(_summary("lab_fault", blame), rec, _Criteria(v))
+    assert record.outcome is Outcome.LAB_FAULT and record.summary.reason.startswith(blame)
     # a threshold failure: the criterion first, a failed restore beside it, the verdict kept
-    out, why = r._outcome(
-        _summary("pass", "restore failed: 1 of 5 not off"),
-        _verdict(("CPU peak", "fail", True)),
-        None,
-        False,
-        "window",
+    failed_restore = _summary().model_copy(
+        update={
+            "restore": RestoreOutcome(ok=False, started_ts_s=360, ended_ts_s=400, detail="1 of 5 not off")
+        }
     )
-    assert out is Outcome.FAIL and why == "CPU peak: fail; restore failed: 1 of 5 not off"
+    record = judged_record(failed_restore, rec, _Criteria(_verdict(("CPU peak", "fail", True))))
+    assert record.outcome is Outcome.FAIL and record.verdict is not None
+    assert record.summary.reason == "CPU peak: fail; restore failed: 1 of 5 not off"
     # no data for an optional criterion is reported, not counted; marginal passes with its reason
-    out, why = r._outcome(
-        _summary(), _verdict(("memory", "no_data", False), ("queue", "marginal", True)), None, False, "window"
+    record = judged_record(
+        _summary(), rec, _Criteria(_verdict(("memory", "no_data", False), ("queue", "marginal", True)))
     )
-    assert out is Outcome.MARGINAL and why == "queue: marginal"
-    out, _ = r._outcome(_summary(), _verdict(("CPU", "no_data", True)), None, False, "window")
-    assert out is Outcome.NO_DATA
-    # an interrupt wins over everything, and says when it came
-    out, why = r._outcome(_summary(), None, None, True, "window")
-    assert out is Outcome.INTERRUPTED and why == "interrupted during window; 360 lab s of the window measured"
-    # a scenario that broke: the lab's error is a lab fault, anything else an error of labctl
+    assert record.outcome is Outcome.MARGINAL and record.summary.reason == "queue: marginal"
+    record = judged_record(_summary(), rec, _Criteria(_verdict(("CPU", "no_data", True))))
+    assert record.outcome is Outcome.NO_DATA
+    # an interrupt wins over everything; a scenario that broke on the lab is a lab fault
+    head = _summary()
+    record = broken_record(head, rec, Outcome.INTERRUPTED, "SIGTERM during window")
+    assert record.outcome is Outcome.INTERRUPTED and "SIGTERM during window" in record.summary.reason
     from labctl.errors import EndpointError
 
-    out, why = r._outcome(
-        _summary(), None, EndpointError("pvs-01", "read device status", "timed out"), False, "x"
+    record = broken_record(
+        head, rec, Outcome.LAB_FAULT, EndpointError("pvs-01", "read device status", "timed out")
     )
-    assert out is Outcome.LAB_FAULT and why == "EndpointError: pvs-01: read device status: timed out"
-    out, why = r._outcome(_summary(), None, ZeroDivisionError("oops"), False, "x")
-    assert out is Outcome.ERROR and why == "ZeroDivisionError: oops"
+    assert (
+        record.outcome is Outcome.LAB_FAULT
+        and "pvs-01: read device status: timed out" in record.summary.reason
+    )
 
 
-def test_a_lost_lease_is_a_lab_fault_of_the_cell() -> None:
-    import threading
-
+def test_a_lost_lease_is_a_lab_fault_of_the_cell(tmp_path: Path) -> None:
+    from labctl.recorder.cell_record import judged_record
     from labctl.records.run_record import Outcome
 
-    r = _runner()
-    r.lease = type(
-        "Lease", (), {"lost": threading.Event(), "lost_reason": "broken by `labctl lease break`"}
-    )()
-    r.lease.lost.set()
-    out, why = r._outcome(_summary(), _verdict(("CPU", "pass", True)), None, False, "window")
-    assert out is Outcome.LAB_FAULT and "lease on the lab was lost" in why and "labctl lease break" in why
+    record = judged_record(
+        _summary(),
+        _recorder(tmp_path),
+        _Criteria(_verdict(("CPU", "pass", True))),
+        lab_faults=["the lease on the lab was lost during the cell (broken by `labctl lease break`)"],
+    )
+    assert record.outcome is Outcome.LAB_FAULT
+    assert (
+        "lease on the lab was lost" in record.summary.reason and "labctl lease break" in record.summary.reason
+    )

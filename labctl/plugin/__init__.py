@@ -9,7 +9,5 @@
 - :mod:`~labctl.plugin.environment`: the lab session per configuration, the simulator, the restore;
 - :mod:`~labctl.plugin.interrupts`: SIGINT / SIGTERM / SIGHUP;
 - :mod:`~labctl.plugin.live`: the live display;
-- :mod:`~labctl.plugin.lease`: the lab's lease (adapter);
-- :mod:`~labctl.plugin.recsinks`: summaries, criteria, sinks and readers (adapter);
 - :mod:`~labctl.plugin.comparison`: the HA side-by-side over the run folder.
 """

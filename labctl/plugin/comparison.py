@@ -18,8 +18,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from labctl.plugin.recsinks import read_cell_summaries
-from labctl.recorder.cells import write_json_atomic
+from labctl.recorder.atomic import write_json_atomic
+from labctl.recorder.cell_files import read_cell_summaries
 from labctl.records.run_record import CellSummary, Outcome
 
 CONFIGS = ("standalone", "ha")

@@ -36,18 +36,20 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from labctl.criteria.model import load_criteria
 from labctl.criteria.variables import lab_names
 from labctl.errors import BadInputError, InventoryError
-from labctl.plugin import recsinks as seam
+from labctl.lab.lease import holder_description, lease_resource, open_lease_store
 from labctl.plugin.environment import LabEnvironment
 from labctl.plugin.interrupts import Interrupts
-from labctl.plugin.lease import take_lab_lease
 from labctl.plugin.live import Terminal
 from labctl.plugin.options import session_lab, settings
 from labctl.plugin.plans import PlanParams, load_plan_params
-from labctl.plugin.runner import CellRun, CellRunner
+from labctl.plugin.runner import CellRun, CellRunner, Interrupted
 from labctl.plugin.selection import CellSpec, cell_spec, deselect
+from labctl.recorder.cell_files import read_cell_summaries
 from labctl.recorder.runfolder import RunFolder
+from labctl.records.run_record import RunInfo
 from labctl.scenarios.base import Scenario
 
 _param_errors_key = pytest.StashKey[list[str]]()
@@ -57,7 +59,6 @@ _spec_key = pytest.StashKey[CellSpec]()
 _interrupts_key = pytest.StashKey[Interrupts]()
 _terminal_key = pytest.StashKey[Terminal]()
 _lease_key = pytest.StashKey[Any]()
-_allure_dir_key = pytest.StashKey[Path]()
 _runner_key = pytest.StashKey[dict[str, CellRunner]]()
 
 CELL_FIXTURES = ("run_cell", "lab_env")  # a test using these touches machines: it needs the lease
@@ -219,12 +220,12 @@ def check_plans(session: pytest.Session) -> None:
                     f"{raw.where(line.split(':', 1)[0])}:{line.split(':', 1)[1]}"
                     for line in typed.lab_problems(lab)
                 ]
-            names = seam.names_with(lab_names(lab), spec.params if spec else {})
+            names = lab_names(lab).with_vars(spec.params if spec else {})
             for name in criteria:
                 path = Path(item.path).parent / "criteria" / f"{name}.yaml"
                 if path.exists():
                     try:
-                        seam.check_criteria(path, names)
+                        load_criteria(path, names)
                     except BadInputError as exc:
                         problems += [p for p in str(exc).splitlines() if p not in problems]
     if problems:
@@ -241,10 +242,15 @@ def take_lease(session: pytest.Session) -> None:
     lab = session_lab(config)
     plans = sorted({p for p in (_plan_of(i) for i in session.items) if p})
     what = f"labctl run {'+'.join(plans) or 'plans'}"
+    store = open_lease_store()
     try:
-        config.stash[_lease_key] = take_lab_lease(lab.name, what, wait_s=settings(config).lease_wait_s)
+        config.stash[_lease_key] = store.take(
+            lease_resource("lab", lab.name), holder_description(what), wait_s=settings(config).lease_wait_s
+        )
     except BadInputError as exc:
+        store.close()
         raise pytest.UsageError(str(exc)) from None
+    config.add_cleanup(store.close)
 
 
 def release_lease(config: pytest.Config) -> None:
@@ -342,7 +348,6 @@ def run_cell(
     (recorder, criteria ``criteria/<scenario name>.yaml``, outputs); it raises the exception that
     gives the cell its status, so what follows in the test runs for a cell that passed."""
     plan = _plan_of(request.node) or request.node.name
-    enable_allure(request.config, run_folder)
     runner = _runner(request.config, plan, lab_env, run_folder)
     spec = request.node.stash.get(_spec_key, None)
     plan_dir = Path(request.node.path).parent
@@ -358,13 +363,13 @@ def run_cell(
         it = runner.interrupts
         if it.requested:
             request.session.shouldstop = it.reason
-            raise seam.Interrupted(f"{cid}: not started: the run was {it.reason}")
+            raise Interrupted(f"{cid}: not started: the run was {it.reason}")
         criteria = plan_dir / "criteria" / f"{scenario.name}.yaml"
         try:
             return runner.run(
                 scenario, cell_id=cid, configuration=cfg, criteria=criteria if criteria.exists() else None
             )
-        except seam.Interrupted:
+        except Interrupted:
             request.session.shouldstop = it.reason  # no further cell starts
             raise
 
@@ -374,23 +379,23 @@ def run_cell(
 @pytest.fixture
 def reuse_cell(run_folder: RunFolder) -> Callable[..., Any]:
     """``reuse_cell(plan, configuration, *params) -> CellSummary | None``: the summary of that cell
-    when it was already measured in this run by its own plan (and the Allure case says so), e.g.
-    the standalone boot-storm cells of ``labctl run 2007`` reused by the HA comparison."""
-    from labctl.recorder.cells import SUMMARY_FILE, cell_dir, cell_id
-    from labctl.report import allure_helpers as A  # allure-pytest: only in a plan session
+    when it was already measured in this run by its own plan, e.g. the standalone boot-storm cells
+    of ``labctl run 2007`` reused by the HA comparison (its record and Allure result are its own)."""
+    from labctl.recorder.cell_files import cell_id
 
     def reuse(plan: str, configuration: str, *params: Any) -> Any:
-        cid = cell_id(plan, configuration, *params)
-        summary = seam.read_cell_summaries(run_folder).get(cid)
+        summary = read_cell_summaries(run_folder).get(cell_id(plan, configuration, *params))
         if summary is None or summary.outcome.value == "interrupted":
             return None
-        A.label_cell("ha_comparison", plan.replace("_", " "), cid, configuration=configuration, reused=True)
-        A.attach_file(
-            cell_dir(run_folder, cid) / SUMMARY_FILE, f"summary of {cid} (measured earlier in this run)"
-        )
         return summary
 
     return reuse
+
+
+def finish_runners(config: pytest.Config, info: RunInfo) -> None:
+    """The run ended: every cell runner's per-run outputs (junit.xml, Allure categories)."""
+    for runner in config.stash.get(_runner_key, {}).values():
+        runner.finish(info)
 
 
 def check_lab_loads(session: pytest.Session) -> None:
@@ -406,45 +411,13 @@ def check_lab_loads(session: pytest.Session) -> None:
 # --- Allure -------------------------------------------------------------------------------------
 
 
-def enable_allure(config: pytest.Config, run: RunFolder) -> None:
-    """Send Allure results to ``<run>/allure-results`` unless ``--alluredir`` was given."""
-    if getattr(config.option, "allure_report_dir", None) or _allure_dir_key in config.stash:
-        return
-    import allure_commons  # allure-pytest: only in a plan session
-    from allure_commons.logger import AllureFileLogger
-
-    target = run.path / "allure-results"
-    logger = AllureFileLogger(str(target), False)
-    allure_commons.plugin_manager.register(logger)
-    config.add_cleanup(lambda: allure_commons.plugin_manager.unregister(logger))
-    config.stash[_allure_dir_key] = target
-
-
-def register_allure_listener(session: pytest.Session) -> None:
-    """allure-pytest only listens when --alluredir is given at start; plans always want a report,
-    into a run folder that does not exist yet, so listen here and log once the folder exists."""
-    config = session.config
-    if getattr(config.option, "allure_report_dir", None) or config.pluginmanager.has_plugin(
-        "allure_listener"
-    ):
-        return
-    if not any(_plan_of(item) for item in session.items):
-        return
-    import allure_commons  # allure-pytest: only in a plan session
-    from allure_pytest.listener import AllureListener
-
-    listener = AllureListener(config)
-    config.pluginmanager.register(listener, "allure_listener")
-    allure_commons.plugin_manager.register(listener)
-    config.add_cleanup(lambda: allure_commons.plugin_manager.unregister(listener))
-
-
 def _write_allure_environment(config: pytest.Config, env: LabEnvironment) -> None:
-    target = config.stash.get(_allure_dir_key, None)
-    if target is None:
+    """Allure's environment page: the lab and the firmware / software versions read from it."""
+    runners = config.stash.get(_runner_key, {})
+    if not runners:
         return
-    from labctl.report import allure_helpers as A  # allure-pytest: only in a plan session
+    from labctl.report import allure_helpers as A  # the report layer's file helpers
 
+    target = next(iter(runners.values())).run_folder.path / "allure-results"
     target.mkdir(parents=True, exist_ok=True)
     A.write_environment(target, A.lab_environment(env.base_lab, **env.versions))
-    A.write_categories(target)

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from labctl.criteria.errors import LabFault, NoDataError, ThresholdFailure
 from labctl.errors import BadInputError
 from labctl.inventory.model import Lab
 from labctl.plugin import plan_fixtures
@@ -31,8 +32,10 @@ from labctl.plugin.plan_fixtures import (  # noqa: F401  (pytest finds fixtures 
     reuse_cell,
     run_cell,
 )
-from labctl.plugin.recsinks import Interrupted, LabFault, NoDataError, ThresholdFailure
-from labctl.recorder.runfolder import Outcome, RunFolder
+from labctl.plugin.runner import Interrupted
+from labctl.recorder.cell_files import read_cell_summaries
+from labctl.recorder.runfolder import RunFolder
+from labctl.records.run_record import RunOutcome, run_outcome
 
 _run_key = pytest.StashKey[RunFolder]()
 _plan_key = pytest.StashKey[str]()
@@ -65,7 +68,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         plan_fixtures.check_plans(session)
         plan_fixtures.take_lease(session)
     session.config.stash[_plan_key] = _plan_name(session.items)
-    plan_fixtures.register_allure_listener(session)
 
 
 @pytest.fixture(scope="session")
@@ -104,35 +106,37 @@ def run_folder(lab: Lab, pytestconfig: pytest.Config) -> RunFolder:
         run = RunFolder.create(s.results_dir, lab, plan, params)
         lease = plan_fixtures.lease_of(pytestconfig)
         if lease is not None:
-            run.annotate(lease=lease.resource)
+            run.set_lease(lease.resource)
         pytestconfig.stash[_run_key] = run
     return pytestconfig.stash[_run_key]
 
 
-_OUTCOMES = {
-    pytest.ExitCode.OK: Outcome.PASSED,
-    pytest.ExitCode.NO_TESTS_COLLECTED: Outcome.PASSED,
-    pytest.ExitCode.TESTS_FAILED: Outcome.FAILED,
-    pytest.ExitCode.INTERRUPTED: Outcome.INTERRUPTED,
-}
-
-
 @pytest.hookimpl(trylast=True)  # after session fixtures are torn down: their last writes are in
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """run.json's outcome; an interrupted session ends as interrupted (pytest's exit status 2,
-    ``labctl run`` 130) also when its cell ended gracefully rather than by KeyboardInterrupt."""
+    """run.json's outcome, from the cells' own outcomes (a lab fault is not a failure of the system
+    under test); an interrupted session ends as interrupted (pytest's exit status 2, ``labctl run``
+    130) also when its cell ended gracefully rather than by KeyboardInterrupt."""
     plan_fixtures.finish_interrupts(session)
     run = session.config.stash.get(_run_key, None)
     if run is None:
         return
+    cells = read_cell_summaries(run)
+    outcome = run_outcome(c.outcome for c in cells.values())
+    bad = [c for c in cells.values() if not c.outcome.passed]
+    reason = f"{bad[0].cell}: {bad[0].reason}" if bad else ""
     try:
-        outcome = _OUTCOMES.get(pytest.ExitCode(session.exitstatus), Outcome.ERROR)
+        status = pytest.ExitCode(session.exitstatus)
     except ValueError:  # a plugin's own exit status
-        outcome = Outcome.ERROR
+        status = pytest.ExitCode.INTERNAL_ERROR
     it = plan_fixtures.interrupts_of(session.config)
-    if it is not None and it.requested:
-        run.annotate(reason=it.reason)
-    run.finish(outcome)
+    if (it is not None and it.requested) or status is pytest.ExitCode.INTERRUPTED:
+        outcome = RunOutcome.INTERRUPTED
+        reason = it.reason if it is not None and it.reason else "interrupted"
+    elif status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+        outcome, reason = RunOutcome.ERROR, f"pytest ended with {status.name.lower()}"
+    elif status is pytest.ExitCode.TESTS_FAILED and outcome is RunOutcome.PASSED:
+        outcome, reason = RunOutcome.FAILED, "a plan's own check failed (see the test report)"
+    plan_fixtures.finish_runners(session.config, run.finish(outcome, reason))
 
 
 @pytest.hookimpl(trylast=True)

@@ -4,13 +4,15 @@
 
 1. the lab session for the cell's configuration (the simulator is started or switched as needed);
 2. a recorder on the lab's sources for the cell, a provisional summary (``interrupted``: what a
-   killed run leaves), Allure labels, the live display;
+   killed run leaves), the live display;
 3. ``scenario.run(session, ctx)`` with a :class:`RunnerContext` (progress, steps, the stop and
    abort events of the interrupt handler, the series recorded so far);
-4. the recorder stops; the series are summarised over the scenario's window; the criteria judge
-   the cell (not when it was interrupted: a partial window is not a verdict); the outcome is the
-   worst of what the scenario saw and the verdict, with a one-line reason;
-5. the :class:`CellRecord` goes to every sink (run folder, Allure);
+4. the recorder stops; :func:`~labctl.recorder.cell_record.judged_record` summarises the series
+   over the scenario's window and judges the criteria (a cell that broke off or was interrupted
+   gets :func:`~labctl.recorder.cell_record.broken_record` instead: what it measured, no verdict
+   on a partial window); the outcome is the worst of what the scenario saw and the verdict, with a
+   one-line reason;
+5. the :class:`CellRecord` goes to every sink (run folder, Allure, JUnit);
 6. the cell ends with the exception that gives pytest and Allure its status: ThresholdFailure
    (failed), LabFault / NoDataError / Interrupted (broken), or the scenario's own error.
 """
@@ -26,20 +28,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labctl.criteria.variables import lab_names
+from labctl.criteria.errors import LabFault, NoDataError, ThresholdFailure
+from labctl.criteria.model import load_criteria
+from labctl.criteria.variables import Names, lab_names
 from labctl.errors import BadInputError, LabctlError
-from labctl.plugin import recsinks as seam
+from labctl.lab.lease import Lease
 from labctl.plugin.environment import LabEnvironment
 from labctl.plugin.interrupts import Interrupts
 from labctl.plugin.live import CellDisplay, Terminal
 from labctl.recorder import Recorder
-from labctl.records.run_record import CellRecord, CellSummary, CellVerdict, Outcome, Window, worst
+from labctl.recorder.cell_record import broken_record, judged_record
+from labctl.recorder.sinks import AllureSink, JUnitSink, RunFolderSink, SinkSet
+from labctl.records.run_record import (
+    CellRecord,
+    CellSummary,
+    CellVerdict,
+    CriterionVerdict,
+    Outcome,
+    RunInfo,
+    Window,
+)
 from labctl.records.series import Series
 from labctl.scenarios.base import CellHead, Progress, Scenario, ScenarioResult
 
 log = logging.getLogger(__name__)
 
 LIVE_METRICS = ("cpu_pct", "nic_sent_util_pct", "disk_queue_len")  # the display's figures, busiest entity
+
+
+@dataclass
+class Interrupted(Exception):
+    """The run was interrupted during the cell (its record says ``interrupted``)."""
 
 
 @dataclass
@@ -79,12 +98,10 @@ class RunnerContext:
 
     @contextlib.contextmanager
     def step(self, title: str) -> Iterator[None]:
-        from labctl.report.allure_helpers import step  # allure-pytest: only in a plan session
-
+        """A step of the cell on the timeline (the Allure sink shows the summary's phases)."""
         self.timeline.append("phase.start", self.cell_id, title=title)
         try:
-            with step(title):
-                yield
+            yield
         finally:
             self.timeline.append("phase.end", self.cell_id, title=title)
 
@@ -103,8 +120,10 @@ class CellRunner:
     env: LabEnvironment
     interrupts: Interrupts
     terminal: Terminal
-    lease: Any = None  # the lab lease this session holds (``lost`` is set if it lapsed)
-    sinks: Sequence[seam.Sink] = field(default_factory=list)
+    lease: Lease | None = None  # the lab lease this session holds (``lost`` is set if it lapsed)
+    _folder: RunFolderSink | None = field(default=None, init=False)
+    _allure: AllureSink | None = field(default=None, init=False)
+    _junit: JUnitSink | None = field(default=None, init=False)
 
     def run(
         self,
@@ -118,8 +137,6 @@ class CellRunner:
             return self._run(scenario, cell_id, configuration, criteria)
 
     def _run(self, scenario: Scenario, cid: str, configuration: str | None, criteria: Path | None) -> CellRun:
-        from labctl.report import allure_helpers as A  # allure-pytest: only in a plan session
-
         try:
             session = self.env.session(configuration)
         except BadInputError as exc:  # e.g. another simulated lab is up: the session cannot go on
@@ -127,22 +144,20 @@ class CellRunner:
 
             pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
         except LabctlError as exc:  # the lab (or its simulator) did not come up: this cell is broken
-            raise seam.LabFault(f"{cid}: {exc}") from exc
+            raise LabFault(f"{cid}: {exc}") from exc
         cfg = self.env.configuration or "default"
         head = CellHead(cid, self.plan, scenario.name, self.env.configuration, scenario.parameters())
-        A.label_cell(self.plan, scenario.title, cid, configuration=cfg, **head.parameters)
-        interval = scenario.sample_interval_s()
         recorder = Recorder(
             self.run_folder,
-            _sources(session, interval),
+            _sources(session, scenario.sample_interval_s()),
             clock=session.clock,
-            interval_s=scenario.poll_interval_s(),  # polled sources; typeperf streams at ``interval``
+            interval_s=scenario.poll_interval_s(),  # polled sources; typeperf streams at its own -si
             cell=cid,
         )
         recorder.attach(session.timeline)
-        folder = seam.RunFolderSink(self.run_folder)
+        sinks = self._sinks(recorder)
         started = session.clock.now()
-        folder.write_summary(
+        self.folder.cell_started(
             _bare(
                 head, Outcome.INTERRUPTED, "the run ended before this cell finished (killed?): see series.csv"
             )
@@ -166,34 +181,37 @@ class CellRunner:
             recorder.record("cell.end", cid)
             recorder.stop()
 
-        now = session.clock.now()
-        window = (result.window if result is not None else None) or Window(start_ts_s=started, end_ts_s=now)
-        # ADAPTER: rec-sinks takes the promised interval from each MetricSource
-        intervals = {"typeperf": interval, "redfish": scenario.poll_interval_s()}
-        metrics = seam.series_summaries(recorder, cid, window, intervals)
-        verdict: CellVerdict | None = None
-        if result is not None:
-            summary = result.summary(head).model_copy(update={"metrics": metrics})
-        else:
-            summary = _bare(head, Outcome.ERROR, "").model_copy(update={"metrics": metrics})
-        if summary.window is None:
-            summary = summary.model_copy(update={"window": window})
+        names = self._names(session, result, head)
+        judge = load_criteria(criteria, names) if criteria else None  # checked at collection already
+        measured = Window(start_ts_s=started, end_ts_s=session.clock.now())
         interrupted = self.interrupts.requested or isinstance(broke, KeyboardInterrupt)
-        if not interrupted and broke is None and criteria is not None and summary.window is not None:
-            names = seam.names_with(lab_names(session.lab), result.criteria_variables() if result else {})
+        if interrupted:
+            partial = result.summary(head) if result is not None else None
+            why = self.interrupts.reason or "Ctrl-C"
+            if partial is not None and partial.window is not None:
+                why += f" during {ctx.phase}; {partial.window.duration_s:.0f} lab s of the window measured"
+            else:
+                why += f" during {ctx.phase}"
+            record = broken_record(head, recorder, Outcome.INTERRUPTED, why, summary=partial, window=measured)
+        elif broke is not None:
+            lab = isinstance(broke, LabctlError) and not isinstance(broke, BadInputError)
+            record = broken_record(
+                head, recorder, Outcome.LAB_FAULT if lab else Outcome.ERROR, broke, window=measured
+            )
+        else:
+            assert result is not None
+            summary = result.summary(head)
+            if summary.window is None:
+                summary = summary.model_copy(update={"window": measured})
+            faults = []
+            if self.lease is not None and self.lease.lost.is_set():
+                faults.append(f"the lease on the lab was lost during the cell ({self.lease.lost_reason})")
             try:
-                verdict = seam.judge(criteria, recorder, summary, names=names)
+                record = judged_record(summary, recorder, judge, names, lab_faults=faults)
             except LabctlError as exc:  # checked at collection; a cell's own names can still fail
                 broke = exc
-        outcome, reason = self._outcome(summary, verdict, broke, interrupted, ctx.phase)
-        record = CellRecord(
-            summary=summary.model_copy(update={"outcome": outcome, "reason": reason}), verdict=verdict
-        )
-        for sink in [folder, *self.sinks, seam.AllureSink(recorder)]:
-            try:
-                sink.cell_finished(record)
-            except Exception as exc:  # an output failing never hides the cell's own status
-                log.warning("%s could not take cell %s: %s", type(sink).__name__, cid, exc)
+                record = broken_record(head, recorder, Outcome.ERROR, exc, summary=summary)
+        sinks.cell_finished(record, recorder)
         restore = record.summary.restore
         if self.interrupts.abort.is_set() and restore is not None and not restore.ok:
             self.terminal.line(f"{cid}: restore abandoned: {restore.detail}")
@@ -201,62 +219,44 @@ class CellRunner:
         self._raise(cell, broke)
         return cell
 
-    def _outcome(
-        self,
-        summary: CellSummary,
-        verdict: CellVerdict | None,
-        broke: BaseException | None,
-        interrupted: bool,
-        phase: str,
-    ) -> tuple[Outcome, str]:
-        """The cell's outcome and its one-line reason: the scenario's own account of the lab first
-        (it names the machine or the endpoint), then the criteria's."""
-        if interrupted:
-            measured = ""
-            if summary.window is not None:
-                measured = f"; {summary.window.duration_s:.0f} lab s of the window measured"
-            return Outcome.INTERRUPTED, f"{self.interrupts.reason} during {phase}{measured}"
-        if broke is not None:
-            lab = isinstance(broke, LabctlError) and not isinstance(broke, BadInputError)
-            return (Outcome.LAB_FAULT if lab else Outcome.ERROR), f"{type(broke).__name__}: {broke}"[:500]
-        judged = _judged(verdict)
-        outcomes = [summary.outcome] + ([judged] if judged is not None else [])
-        reasons = [summary.reason] if summary.reason else []
-        lost = getattr(self.lease, "lost", None)
-        if lost is not None and lost.is_set():
-            outcomes.append(Outcome.LAB_FAULT)
-            reasons.insert(
-                0, f"the lease on the lab was lost during the cell ({getattr(self.lease, 'lost_reason', '')})"
-            )
-        if verdict is not None and judged is not None and not judged.passed:
-            failing = [c for c in verdict.of(judged) if c.required or judged is not Outcome.NO_DATA]
-            text = (
-                failing[0].message
-                if len(failing) == 1
-                else f"{len(failing)} criteria {verdict.outcome}: " + "; ".join(c.message for c in failing)
-            )
-            if summary.outcome is Outcome.LAB_FAULT:
-                reasons.append(text)  # the scenario named the endpoint: its reason first
-            else:
-                reasons.insert(0, text)
-        elif verdict is not None and judged is Outcome.MARGINAL:
-            reasons.insert(0, "; ".join(c.message for c in verdict.of(Outcome.MARGINAL)))
-        return worst(outcomes), "; ".join(r for r in reasons if r)
+    @property
+    def folder(self) -> RunFolderSink:
+        if self._folder is None:
+            self._folder = RunFolderSink(self.run_folder)
+        return self._folder
+
+    def _sinks(self, recorder: Recorder) -> SinkSet:
+        """Every output of the cell: the run folder (summary.json, verdicts.json), Allure (its
+        evidence charts drawn by the report's chart helpers) and JUnit (junit.xml)."""
+        if self._allure is None:
+            self._allure = AllureSink(self.run_folder, chart=_evidence_png)
+        if self._junit is None:
+            self._junit = JUnitSink(self.run_folder)
+        return SinkSet(self.run_folder, [self.folder, self._allure, self._junit])
+
+    def finish(self, info: RunInfo) -> None:
+        """The run ended: the sinks that write per run (junit.xml, Allure categories)."""
+        SinkSet(self.run_folder, [s for s in (self._allure, self._junit) if s is not None]).run_finished(info)
+
+    @staticmethod
+    def _names(session: Any, result: ScenarioResult | None, head: CellHead) -> Names:
+        variables = {**head.parameters, **(result.criteria_variables() if result is not None else {})}
+        return lab_names(session.lab).with_vars(variables)
 
     def _raise(self, cell: CellRun, broke: BaseException | None) -> None:
         outcome, reason = cell.record.outcome, f"{cell.record.cell}: {cell.record.summary.reason}"
         if outcome is Outcome.INTERRUPTED:
             if isinstance(broke, KeyboardInterrupt):
                 raise broke
-            raise seam.Interrupted(reason)
+            raise Interrupted(reason)
         if outcome is Outcome.ERROR and broke is not None:
             raise broke
         if outcome is Outcome.LAB_FAULT:
-            raise seam.LabFault(reason) from broke
+            raise LabFault(reason) from broke
         if outcome is Outcome.FAIL:
-            raise seam.ThresholdFailure(reason)
+            raise ThresholdFailure(reason)
         if outcome is Outcome.NO_DATA:
-            raise seam.NoDataError(reason)
+            raise NoDataError(reason)
 
 
 def _bare(head: CellHead, outcome: Outcome, reason: str) -> CellSummary:
@@ -272,21 +272,16 @@ def _bare(head: CellHead, outcome: Outcome, reason: str) -> CellSummary:
     )
 
 
-def _judged(verdict: CellVerdict | None) -> Outcome | None:
-    """The verdict's outcome as it counts for the cell: no data for an optional criterion
-    (``required: false``) is reported, not counted."""
-    if verdict is None:
-        return None
-    return worst(c.outcome for c in verdict.criteria if c.required or c.outcome is not Outcome.NO_DATA)
-
-
 def _sources(session: Any, interval_s: float) -> list[Any]:
-    """ADAPTER: ``session.sources.for_cell(...)`` from branch input-truth when it is there."""
-    sources = session.sources
-    for_cell = getattr(sources, "for_cell", None)
-    if callable(for_cell):
-        return list(for_cell(interval_s=interval_s))
-    return list(sources.for_plan(interval_s=interval_s))
+    """Every metric source the lab offers for a cell, typeperf streaming at ``interval_s``."""
+    return list(session.sources.for_plan(interval_s=interval_s))
+
+
+def _evidence_png(verdict: CriterionVerdict, series: Sequence[Series]) -> bytes:
+    """A criterion's evidence as a PNG chart, for the Allure sink."""
+    from labctl.report import charts  # matplotlib: drawn only for a criterion that did not pass
+
+    return charts.png(charts.evidence(verdict, series))  # type: ignore[arg-type]  # typed by the report's rework
 
 
 def _latest(recorder: Recorder, cell: str) -> Any:

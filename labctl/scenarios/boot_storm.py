@@ -31,7 +31,6 @@ from labctl.lab.session import LabSession
 from labctl.lab.strategy import Goal
 from labctl.records.run_record import Window
 from labctl.records.samples import Event
-from labctl.scenarios.adapters import group_actions, sent_times
 from labctl.scenarios.base import CellContext, Progress, Scenario
 from labctl.scenarios.common import (
     Phases,
@@ -156,7 +155,7 @@ class BootStorm(Scenario):
             ctx.progress(Progress("wake", 0, len(group), st.window_s))
             report = lab.power.on([m.name for m in group])
             result.window = Window(start_ts_s=start, end_ts_s=window_end)
-            result.actions = group_actions(report)
+            result.actions = report.group_actions()
             # the prepare saw every client in S5 just before the burst, so the first time one is seen up
             # it is this boot (waiting to see it down first would miss a boot that is over before the
             # first poll on a loaded controller)
@@ -169,7 +168,8 @@ class BootStorm(Scenario):
             while (left := window_end - clock.now()) > 0 and not ctx.stop.is_set():
                 ctx.progress(Progress("window", up, len(group), left))
                 if clock.sleep(min(left, st.watch_interval_s), ctx.stop):
-                    result.unexpected.update(lab.strategy.unexpected(expected, reported))
+                    # a power.unexpected event each: the runner fails the cell as a lab fault
+                    lab.strategy.unexpected(expected, reported)
             ctx.progress(Progress("window", up, len(group), max(0.0, window_end - clock.now())))
         finally:
             unsubscribe()
@@ -184,7 +184,6 @@ class BootStorm(Scenario):
             devices,
             start,
             role=ROLE,
-            sent=sent_times(report),
-            send_failed={n: o.detail for n, o in report.failed.items()},
+            power=report,
             unread=unread_servers(errors),
         )

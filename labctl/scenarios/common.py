@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from labctl.errors import LabctlError
 from labctl.inventory.model import Lab, Machine
-from labctl.lab.power import State
+from labctl.lab.power import PowerReport, State
 from labctl.records.run_record import (
     CellSummary,
     ClientOutcome,
@@ -51,20 +51,22 @@ def client_outcomes(
     started_ts_s: float,
     *,
     role: str,
-    sent: Mapping[str, float | None] | None = None,
-    send_failed: Mapping[str, str] | None = None,
+    power: PowerReport | None = None,
     unread: str = "",
 ) -> dict[str, ClientOutcome]:
     """One :class:`ClientOutcome` per machine: the streaming server's boot time and retries where it
     lists the client as active (else what readiness saw from the same server), the orchestrator's
-    time to ready, and why it failed. A failed power command not followed by a boot is an ``error``;
-    ``unread`` says why the streaming server's figures are missing (it could not be read)."""
+    time to ready, when its power command was sent and delivered (``power``), and why it failed. A
+    failed power command not followed by a boot is an ``error``; ``unread`` says why the streaming
+    server's figures are missing (it could not be read)."""
     out: dict[str, ClientOutcome] = {}
+    sent = power.outcomes if power is not None else {}
     for m in machines:
         r = readiness.get(m.name)
         dev = devices.get(m.name) or (devices.get(m.mac) if m.mac else None)
         outcome = r.state if r is not None else "error"
-        failed = (send_failed or {}).get(m.name, "")
+        action = sent.get(m.name)
+        failed = action.detail if action is not None and not action.ok else ""
         if failed and outcome != "ready":
             outcome = "error"
         active = dev is not None and dev.active
@@ -80,7 +82,8 @@ def client_outcomes(
             boot_time_s=boot,
             retries=retries,
             time_to_ready_s=(r.at - started_ts_s) if r is not None and r.at is not None else None,
-            sent_ts_s=(sent or {}).get(m.name),
+            sent_ts_s=action.sent_lab if action is not None else None,
+            delivered_ts_s=action.delivered_lab if action is not None else None,
             detail=detail,
         )
     return out
@@ -178,7 +181,6 @@ class StormResult(ScenarioResult):
     phases: list[Phase] = field(default_factory=list)
     restore: RestoreOutcome | None = None
     prepare_failed: str = ""  # the lab could not be brought to the cell's starting state
-    unexpected: dict[str, str] = field(default_factory=dict)  # power changes this run did not make
     unread: dict[str, str] = field(default_factory=dict)  # streaming server -> why it could not be read
     stopped: bool = False  # ended early by an interrupt
 
@@ -192,10 +194,6 @@ class StormResult(ScenarioResult):
         faults = []
         if self.prepare_failed:
             faults.append(f"prepare: {self.prepare_failed}")
-        if self.unexpected:
-            shown = ", ".join(f"{n} ({why})" for n, why in sorted(self.unexpected.items())[:5])
-            more = f" and {len(self.unexpected) - 5} more" if len(self.unexpected) > 5 else ""
-            faults.append(f"power changes this run did not make: {shown}{more}")
         blame = blame_streaming_server(self.unread, self.clients, self.blame_role)
         if blame:
             faults.append(blame)

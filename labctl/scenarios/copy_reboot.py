@@ -39,7 +39,6 @@ from labctl.lab.session import LabSession
 from labctl.lab.strategy import Goal
 from labctl.records.run_record import ClientOutcome, Window
 from labctl.records.samples import Event
-from labctl.scenarios.adapters import group_actions, sent_times
 from labctl.scenarios.base import CellContext, Progress, Scenario
 from labctl.scenarios.common import (
     Phases,
@@ -292,7 +291,7 @@ class CopyReboot(Scenario):
                 )
             copying = [pool.submit(copy_one, m) for m in copiers]
             report = lab.power.reboot([m.name for m in rebooters]) if rebooters else None
-            result.actions = group_actions(report)
+            result.actions = report.group_actions() if report is not None else []
             # wait in slices: an interrupt ends the wait at its next poll (the copies' sessions end
             # with the restore that follows, or with the session)
             pending: set[Future[Any]] = {*copying, *([watching] if watching else [])}
@@ -319,7 +318,7 @@ class CopyReboot(Scenario):
             # clients that did not reboot stay up, as do the rebooters once back: nobody else powers them
             expected = {m.name: Goal.ON for m in everyone if m.name not in members}
             expected.update({n: Goal.ON for n, r in readiness.items() if r.ready})
-            result.unexpected = lab.strategy.unexpected(expected)
+            lab.strategy.unexpected(expected)  # a power.unexpected event each: the runner fails the cell
             if rebooters:
                 devices, errors = lab.power.device_status()
         result.unread = dict(errors)
@@ -331,8 +330,7 @@ class CopyReboot(Scenario):
                 devices,
                 start,
                 role="rebooter",
-                sent=sent_times(report),
-                send_failed={n: o.detail for n, o in report.failed.items()} if report else {},
+                power=report,
                 unread=unread_servers(errors),
             )
         )

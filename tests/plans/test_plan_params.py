@@ -228,16 +228,16 @@ BAD_CRITERIA = [
     (
         'entity: "{write_cache_disk}"',
         'entity: "{write_cache_dsk}"',
-        "unknown variable {write_cache_dsk} in select",
+        "select.entity: unknown variable {write_cache_dsk}",
     ),
     ("2 * spindles(write_cache_volume)", "2 * spindle(write_cache_volume)", "write-cache disk queue"),
-    ("pass: {max: 95}", "pass: {min: 99, max: 95}", "pass band is empty (min 99 > max 95)"),
-    ("marginal: {max: 90}\n", "marginal: {max: 60}\n", "the pass band reaches outside the marginal band"),
+    ("pass: {max: 95}", "pass: {min: 99, max: 95}", "pass.min: 99 is above pass.max 95"),
+    ("marginal: {max: 90}\n", "marginal: {max: 60}\n", "the pass band must lie inside the marginal band"),
     ("statistic: mean\n", "statistic: average\n", "unknown statistic 'average'"),
     (
         "select: {result: boot_time_s, role: storm}",
         "select: {result: boot_time_s, role: storm, metric: x}",
-        "takes only `role:`",
+        "either a series (source, entity, metric) or a per-machine result",
     ),
     ("criteria:\n", "criteria: [\n", "YAML syntax error"),
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from labctl.drivers.pvs import DeviceInfo
 from labctl.inventory.load import load_lab
+from labctl.lab.power import PowerOutcome, PowerReport
 from labctl.lab.ready import Readiness
 from labctl.scenarios.common import blame_streaming_server, cell_entities, client_outcomes
 
@@ -20,15 +21,20 @@ def test_streaming_server_figures_win_and_failures_stay_per_client() -> None:
         b.name: Readiness(b.name, "client", "timeout", detail="never seen active"),
     }
     devices = {a.name: _dev(a.name, True, 41.5, 3), b.name: _dev(b.name, False, 12.0, 9)}
-    out = client_outcomes(
-        [a, b, c],
-        readiness,
-        devices,
+    power = PowerReport(
+        "on",
+        "group",
+        {
+            a.name: PowerOutcome(a.name, "client", True, "magic packet x3", sent_lab=1000.5),
+            b.name: PowerOutcome(b.name, "client", True, "magic packet x3", sent_lab=1000.6),
+            c.name: PowerOutcome(c.name, "client", False, "SSH refused"),
+        },
         1000.0,
-        role="storm",
-        sent={a.name: 1000.5},
-        send_failed={c.name: "SSH refused"},
+        1001.0,
+        0.1,
+        0.002,
     )
+    out = client_outcomes([a, b, c], readiness, devices, 1000.0, role="storm", power=power)
     # the streaming software's own boot time and retries, not the orchestrator's guess
     assert (out[a.name].boot_time_s, out[a.name].retries, out[a.name].time_to_ready_s) == (41.5, 3, 45.0)
     assert out[a.name].sent_ts_s == 1000.5 and out[a.name].role == "storm"
