@@ -30,6 +30,8 @@ def cli() -> None:
 
 def _register() -> None:
     from labctl.cli import check_cmd, compare_cmd, inventory_cmd, power_cmd, report_cmd, run_cmd, sim_cmd
+    from labctl.cli.baseline_cmd import baseline
+    from labctl.cli.runs_cmd import runs
     from labctl.cli.size_cmd import size
 
     for command in (
@@ -43,6 +45,8 @@ def _register() -> None:
     ):
         cli.add_command(command)
     cli.add_command(size)
+    cli.add_command(runs)
+    cli.add_command(baseline)
 
 
 _register()

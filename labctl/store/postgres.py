@@ -136,7 +136,9 @@ class PostgresStore(SqlQueries):
             return existed
 
     def add_baseline(self, baseline: BaselineSet) -> None:
+        """Add a set; one already there (same set id, e.g. loaded again) is replaced, not doubled."""
         with self._tx() as cur:
+            cur.execute("DELETE FROM baselines WHERE set_id = %s", [baseline.set_id])
             _insert(cur, "baselines", baseline_rows(baseline))
 
     # --- reading ------------------------------------------------------------------------------------
