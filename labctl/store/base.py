@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from labctl.errors import LabctlError
+from labctl.errors import BadInputError, LabctlError
 from labctl.records.figures import CellFigures, Direction, Figure, RunFigures
 from labctl.records.run_record import CellRecord, Outcome, RunInfo
 from labctl.store.rows import SampleRow
@@ -31,6 +31,10 @@ FAULT_OUTCOMES = ("no_data", "lab_fault", "error", "interrupted")  # a cell that
 
 class StoreError(LabctlError):
     """The store could not be read or written; the message names the store and the fix."""
+
+
+class StoreQueryError(BadInputError):
+    """A query the store refused (a typo, or a write, in `labctl runs sql`): the database's words."""
 
 
 @dataclass(frozen=True)

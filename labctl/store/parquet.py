@@ -30,6 +30,7 @@ import fcntl
 import os
 import re
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -42,7 +43,7 @@ import numpy as np
 
 from labctl.errors import BadInputError
 from labctl.records.run_record import CellRecord, RunInfo
-from labctl.store.base import BaselineSet, SqlQueries, SqlResult, StoreError, baseline_rows
+from labctl.store.base import BaselineSet, SqlQueries, SqlResult, StoreError, StoreQueryError, baseline_rows
 from labctl.store.rows import Row, SampleRow, cell_rows, columns, run_row
 from labctl.store.schema import CELL_TABLES, RUN_TABLES, statements, tables
 
@@ -50,10 +51,7 @@ RUN_PART = "_run"  # the part file of a finished run (cell ids never start with 
 LOCK_TIMEOUT_S = 120.0  # a writer of the same run holds the lock for one cell's files, not longer
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _READ_RETRIES = 5
-
-
-class StoreQueryError(BadInputError):
-    """A query the database refused (a typo in `labctl runs sql`); the message is the database's."""
+_READ_ONLY = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 
 
 def _lit(path: Path) -> str:
@@ -108,12 +106,32 @@ class ParquetStore(SqlQueries):
         self.root = Path(root)
         self.url = f"duckdb:{self.root}"
         self.lock_timeout_s = lock_timeout_s
+        # a DuckDB connection costs a tenth of a second to open: one for writing, one for reading,
+        # kept for the store's life, each used by one thread at a time
+        self._lock = threading.Lock()
+        self._writer_con: duckdb.DuckDBPyConnection | None = None
+        self._reader_con: duckdb.DuckDBPyConnection | None = None
+        self._views: dict[str, tuple[Path, ...]] = {}
 
     def __repr__(self) -> str:
         return f"ParquetStore({str(self.root)!r})"
 
     def close(self) -> None:
-        """Nothing stays open between calls."""
+        """Close the store's DuckDB connections (files are never held open between calls)."""
+        with self._lock:
+            for con in (self._writer_con, self._reader_con):
+                if con is not None:
+                    con.close()
+            self._writer_con = self._reader_con = None
+            self._views = {}
+
+    @contextmanager
+    def _writer(self, run_id: str) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The staging connection, under the run's lock (across processes) and the store's (threads)."""
+        with self._run_lock(run_id), self._lock:
+            if self._writer_con is None:
+                self._writer_con = _staging()
+            yield self._writer_con
 
     # --- paths and locks ----------------------------------------------------------------------------
 
@@ -159,31 +177,25 @@ class ParquetStore(SqlQueries):
         finally:
             tmp.unlink(missing_ok=True)
 
-    def _write_rows(self, table: str, rows: Sequence[Row], dest: Path) -> None:
-        con = _staging()
-        try:
-            _insert(con, table, rows)
-            self._write_file(con, f"SELECT * FROM {table}", dest)
-        finally:
-            con.close()
+    def _write_rows(
+        self, con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[Row], dest: Path
+    ) -> None:
+        """``rows`` of ``table`` into the file ``dest`` (through the staging connection ``con``)."""
+        con.execute(f"DELETE FROM {table}")
+        _insert(con, table, rows)
+        self._write_file(con, f"SELECT * FROM {table}", dest)
 
-    def _drop_cell(self, table_dir: Path, cell: str) -> None:
+    def _drop_cell(self, con: duckdb.DuckDBPyConnection, table_dir: Path, cell: str) -> None:
         """Take a cell's rows out of a finished run's part (before writing the cell again)."""
         part = table_dir / f"{RUN_PART}.parquet"
         if not part.exists():
             return
-        con = duckdb.connect(":memory:")
-        try:
-            (count,) = con.execute(
-                f"SELECT count(*) FROM read_parquet({_lit(part)}) WHERE cell = ?", [cell]
-            ).fetchone()  # type: ignore[misc]
-            if count:
-                quoted = "'" + cell.replace("'", "''") + "'"
-                self._write_file(
-                    con, f"SELECT * FROM read_parquet({_lit(part)}) WHERE cell <> {quoted}", part
-                )
-        finally:
-            con.close()
+        found = con.execute(
+            f"SELECT count(*) FROM read_parquet({_lit(part)}) WHERE cell = ?", [cell]
+        ).fetchone()
+        if found and found[0]:
+            quoted = "'" + cell.replace("'", "''") + "'"
+            self._write_file(con, f"SELECT * FROM read_parquet({_lit(part)}) WHERE cell <> {quoted}", part)
 
     def _swap_in(self, run_id: str, new_dir: Path) -> None:
         """Put ``new_dir`` in place of the run's folder (two renames, under the run's lock)."""
@@ -200,20 +212,20 @@ class ParquetStore(SqlQueries):
     # --- writing ------------------------------------------------------------------------------------
 
     def add_run(self, info: RunInfo, folder: str | None = None) -> None:
-        with self._run_lock(info.run_id):
+        with self._writer(info.run_id) as con:
             dest = self._run_dir(info.run_id) / "runs" / f"{RUN_PART}.parquet"
-            self._write_rows("runs", [run_row(info, folder)], dest)
+            self._write_rows(con, "runs", [run_row(info, folder)], dest)
 
     def add_cell(self, run_id: str, record: CellRecord, seq: int) -> None:
         rows = cell_rows(run_id, record, seq)
         cell = record.cell
-        with self._run_lock(run_id):
+        with self._writer(run_id) as con:
             run_dir = self._run_dir(run_id)
             for t in CELL_TABLES:
-                self._drop_cell(run_dir / t, cell)
+                self._drop_cell(con, run_dir / t, cell)
                 dest = run_dir / t / f"{cell}.parquet"
                 if rows[t]:
-                    self._write_rows(t, rows[t], dest)
+                    self._write_rows(con, t, rows[t], dest)
                 else:
                     dest.unlink(missing_ok=True)
 
@@ -221,34 +233,30 @@ class ParquetStore(SqlQueries):
         by_cell: dict[str, list[SampleRow]] = {}
         for r in rows:
             by_cell.setdefault(r[0], []).append(r)
-        with self._run_lock(run_id):
+        with self._writer(run_id) as con:
             folder = self._run_dir(run_id) / "samples"
-            for cell, cell_rows_ in by_cell.items():
+            for cell, batch in by_cell.items():
                 taken = [p.name for p in folder.glob(f"{cell}~*.parquet")] if folder.is_dir() else []
                 n = 1 + max((int(name.rsplit("~", 1)[1].split(".")[0]) for name in taken), default=-1)
-                con = _staging()
-                try:
-                    _insert_samples(con, run_id, cell_rows_)
-                    self._write_file(con, "SELECT * FROM samples", folder / f"{cell}~{n:05d}.parquet")
-                finally:
-                    con.close()
+                con.execute("DELETE FROM samples")
+                _insert_samples(con, run_id, batch)
+                self._write_file(con, "SELECT * FROM samples", folder / f"{cell}~{n:05d}.parquet")
         return len(rows)
 
     def delete_samples(self, run_id: str, cell: str) -> None:
-        with self._run_lock(run_id):
+        with self._writer(run_id) as con:
             folder = self._run_dir(run_id) / "samples"
             if folder.is_dir():
                 for p in folder.glob(f"{cell}~*.parquet"):
                     p.unlink(missing_ok=True)
-                self._drop_cell(folder, cell)
+                self._drop_cell(con, folder, cell)
 
     def finish_run(self, info: RunInfo, folder: str | None = None) -> None:
         """Rewrite the run's row and compact its parts into one file per table."""
         self.add_run(info, folder)
-        with self._run_lock(info.run_id):
+        with self._writer(info.run_id) as con:
             run_dir = self._run_dir(info.run_id)
             new = self._tmp(f"compact-{info.run_id}")
-            con = duckdb.connect(":memory:")
             try:
                 for t in RUN_TABLES:
                     parts = sorted((run_dir / t).glob("*.parquet")) if (run_dir / t).is_dir() else []
@@ -259,7 +267,6 @@ class ParquetStore(SqlQueries):
                 new.mkdir(parents=True, exist_ok=True)
                 self._swap_in(info.run_id, new)
             finally:
-                con.close()
                 shutil.rmtree(new, ignore_errors=True)
 
     @contextmanager
@@ -294,7 +301,8 @@ class ParquetStore(SqlQueries):
 
     def add_baseline(self, baseline: BaselineSet) -> None:
         dest = self.root / "baselines" / f"{_safe(baseline.set_id)}.parquet"
-        self._write_rows("baselines", baseline_rows(baseline), dest)
+        with self._writer(f"baseline-{baseline.set_id}") as con:
+            self._write_rows(con, "baselines", baseline_rows(baseline), dest)
 
     # --- reading ------------------------------------------------------------------------------------
 
@@ -304,27 +312,44 @@ class ParquetStore(SqlQueries):
         return sorted((self.root / "runs").glob(f"*/{table}/*.parquet"))
 
     def _reader(self) -> duckdb.DuckDBPyConnection:
-        con = duckdb.connect(":memory:")
-        con.execute("CREATE SCHEMA empty")
-        for stmt in statements(indexes=False):
-            con.execute(stmt.replace("CREATE TABLE IF NOT EXISTS ", "CREATE TABLE IF NOT EXISTS empty.", 1))
+        """The reading connection with a view per table over the files there are now (views are
+        replaced only when a table's file list changed; a file replaced in place is read anew)."""
+        con = self._reader_con
+        if con is None:
+            con = self._reader_con = duckdb.connect(":memory:")
+            con.execute("CREATE SCHEMA empty")
+            for stmt in statements(indexes=False):
+                con.execute(
+                    stmt.replace("CREATE TABLE IF NOT EXISTS ", "CREATE TABLE IF NOT EXISTS empty.", 1)
+                )
+            self._views = {}
         for name in tables():
-            files = self._files(name)
+            files = tuple(self._files(name))
+            if self._views.get(name) == files:
+                continue
             select = f"SELECT * FROM empty.{name}"
             if files:
                 listed = ", ".join(_lit(p) for p in files)
                 select += f" UNION ALL BY NAME SELECT * FROM read_parquet([{listed}], union_by_name=true)"
-            con.execute(f"CREATE VIEW {name} AS {select}")
+            con.execute(f"CREATE OR REPLACE VIEW {name} AS {select}")
+            self._views[name] = files
         return con
 
     def sql(self, query: str, params: Sequence[Any] = ()) -> SqlResult:
         """Run a read-only query over the store (DuckDB's SQL; ``?`` or ``$1`` placeholders)."""
         for attempt in range(_READ_RETRIES):
-            con = self._reader()
             try:
-                cur = con.execute(query, list(params))
-                names = [d[0] for d in cur.description or []]
-                return SqlResult(names, [tuple(r) for r in cur.fetchall()])
+                with self._lock:
+                    con = self._reader()
+                    kinds = {st.type for st in con.extract_statements(query)}
+                    if not kinds <= _READ_ONLY:
+                        raise StoreQueryError(
+                            f"{self.url}: only queries (SELECT, EXPLAIN) run here; the store is written "
+                            "by labctl runs import and the runs themselves"
+                        )
+                    cur = con.execute(query, list(params))
+                    names = [d[0] for d in cur.description or []]
+                    return SqlResult(names, [tuple(r) for r in cur.fetchall()])
             except duckdb.IOException as exc:
                 # a run folder swapped (compacted, re-imported) between listing and reading it
                 if attempt + 1 < _READ_RETRIES:
@@ -335,8 +360,6 @@ class ParquetStore(SqlQueries):
                 raise StoreQueryError(f"{self.url}: {str(exc).splitlines()[0]}") from exc
             except duckdb.Error as exc:
                 raise StoreError(f"{self.url}: {str(exc).splitlines()[0]}") from exc
-            finally:
-                con.close()
         raise AssertionError("unreachable")
 
 

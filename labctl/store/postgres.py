@@ -20,8 +20,7 @@ import psycopg
 
 from labctl.errors import BadInputError
 from labctl.records.run_record import CellRecord, RunInfo
-from labctl.store.base import BaselineSet, SqlQueries, SqlResult, StoreError, baseline_rows
-from labctl.store.parquet import StoreQueryError
+from labctl.store.base import BaselineSet, SqlQueries, SqlResult, StoreError, StoreQueryError, baseline_rows
 from labctl.store.rows import Row, SampleRow, cell_rows, columns, run_row
 from labctl.store.schema import CELL_TABLES, RUN_TABLES, statements
 
@@ -152,14 +151,12 @@ class PostgresStore(SqlQueries):
                 cur.execute(_placeholders(query).encode() if params else query.encode(), list(params) or None)
                 names = [d.name for d in cur.description or []]
                 return SqlResult(names, [tuple(r) for r in cur.fetchall()] if cur.description else [])
-        except (
-            psycopg.errors.SyntaxError,
-            psycopg.errors.UndefinedColumn,
-            psycopg.errors.UndefinedTable,
-        ) as exc:
-            raise StoreQueryError(f"{self.url}: {str(exc).strip().splitlines()[0]}") from exc
         except psycopg.Error as exc:
-            raise StoreError(f"{self.url}: {str(exc).strip().splitlines()[0]}") from exc
+            line = f"{self.url}: {str(exc).strip().splitlines()[0]}"
+            # SQLSTATE class 42: syntax or a name that does not exist; 25006: a write in a read-only transaction
+            if exc.sqlstate and (exc.sqlstate.startswith("42") or exc.sqlstate == "25006"):
+                raise StoreQueryError(line) from exc
+            raise StoreError(line) from exc
 
 
 def _insert(cur: psycopg.Cursor[Any], table: str, rows: Sequence[Row]) -> None:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from labctl.records.figures import BOOT_ROLES, cell_figures
-from labctl.records.run_record import CellRecord, RunInfo
+from labctl.records.run_record import CellRecord, RunInfo, RunOutcome
 from labctl.records.series import Series
 from labctl.store.schema import SCHEMA_VERSION, table
 
@@ -62,7 +62,7 @@ def run_row(info: RunInfo, folder: str | None = None) -> Row:
         "lab": info.lab,
         "plan": info.plan,
         "configuration": info.configuration,
-        "outcome": info.outcome.value,
+        "outcome": RunOutcome(info.outcome).value,
         "reason": info.reason or None,
         "started_utc": utc(info.started.wall_utc),
         "ended_utc": utc(ended.wall_utc) if ended else None,

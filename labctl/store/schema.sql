@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS cells (
     reason            TEXT,               -- one line: why the cell did not pass
     verdict_outcome   TEXT,               -- the criteria's outcome (NULL: no criteria were judged)
     window_start_ts_s DOUBLE PRECISION,   -- the span the criteria and summaries are taken over
-    window_end_ts_s   DOUBLE PRECISION,
+    window_end_ts_s   DOUBLE PRECISION,   -- (end of that span)
     window_s          DOUBLE PRECISION,   -- its length, lab seconds
     storm_start_ts_s  DOUBLE PRECISION,   -- time zero of the over-time figures
     clients           INTEGER NOT NULL,   -- machines with an outcome in the cell
@@ -68,8 +68,8 @@ CREATE TABLE IF NOT EXISTS cells (
 
 -- The cell's own parameters (group_size, copiers, copy_path ...), one row per parameter.
 CREATE TABLE IF NOT EXISTS cell_parameters (
-    run_id            TEXT NOT NULL,
-    cell              TEXT NOT NULL,
+    run_id            TEXT NOT NULL,      -- the run (runs.run_id)
+    cell              TEXT NOT NULL,      -- the cell id (cells.cell)
     name              TEXT NOT NULL,      -- e.g. group_size
     value_num         DOUBLE PRECISION,   -- the value when it is a number (NULL otherwise)
     value_text        TEXT,               -- the value when it is text (NULL otherwise)
@@ -79,8 +79,8 @@ CREATE TABLE IF NOT EXISTS cell_parameters (
 
 -- One row per judged criterion: cells/<cell-id>/verdicts.json.
 CREATE TABLE IF NOT EXISTS verdicts (
-    run_id            TEXT NOT NULL,
-    cell              TEXT NOT NULL,
+    run_id            TEXT NOT NULL,      -- the run (runs.run_id)
+    cell              TEXT NOT NULL,      -- the cell id (cells.cell)
     criterion         TEXT NOT NULL,      -- the criterion's name in the criteria file
     outcome           TEXT NOT NULL,      -- pass, marginal, no_data, fail, lab_fault
     required          BOOLEAN NOT NULL,   -- false: its no_data does not fail the cell
@@ -90,9 +90,9 @@ CREATE TABLE IF NOT EXISTS verdicts (
     observed          DOUBLE PRECISION,   -- the value judged (the worst entity's)
     entity            TEXT,               -- the entity that decided
     pass_min          DOUBLE PRECISION,   -- pass band (inclusive limits; NULL: open)
-    pass_max          DOUBLE PRECISION,
+    pass_max          DOUBLE PRECISION,   -- (upper limit of the pass band)
     marginal_min      DOUBLE PRECISION,   -- marginal band
-    marginal_max      DOUBLE PRECISION,
+    marginal_max      DOUBLE PRECISION,   -- (upper limit of the marginal band)
     threshold         DOUBLE PRECISION,   -- for time_above / storm_duration
     coverage          DOUBLE PRECISION,   -- lowest coverage (0..1) of the judged series
     first_crossing_ts_s DOUBLE PRECISION, -- when the series first left the pass band
@@ -103,8 +103,8 @@ CREATE TABLE IF NOT EXISTS verdicts (
 
 -- One row per recorded series of a cell, summarised over the cell's window (summary.json metrics).
 CREATE TABLE IF NOT EXISTS series_summaries (
-    run_id            TEXT NOT NULL,
-    cell              TEXT NOT NULL,
+    run_id            TEXT NOT NULL,      -- the run (runs.run_id)
+    cell              TEXT NOT NULL,      -- the cell id (cells.cell)
     source            TEXT NOT NULL,      -- typeperf, redfish, unity, vcenter, pvs ...
     entity            TEXT NOT NULL,      -- pvs-01, pvs-01/D:, pvs-01/NIC 1 ...
     metric            TEXT NOT NULL,      -- cpu_pct, disk_queue_len ...
@@ -127,8 +127,8 @@ CREATE TABLE IF NOT EXISTS series_summaries (
 
 -- One row per machine of a cell: its outcome and per-machine figures (summary.json clients).
 CREATE TABLE IF NOT EXISTS client_outcomes (
-    run_id            TEXT NOT NULL,
-    cell              TEXT NOT NULL,
+    run_id            TEXT NOT NULL,      -- the run (runs.run_id)
+    cell              TEXT NOT NULL,      -- the cell id (cells.cell)
     client            TEXT NOT NULL,      -- the machine
     role              TEXT NOT NULL,      -- storm, copier, rebooter, desktop ...
     outcome           TEXT NOT NULL,      -- ready, timeout, error, copied, copy_failed, excluded
@@ -144,8 +144,8 @@ CREATE TABLE IF NOT EXISTS client_outcomes (
 
 -- One row per power burst of a cell: how simultaneous "simultaneous" was.
 CREATE TABLE IF NOT EXISTS group_actions (
-    run_id            TEXT NOT NULL,
-    cell              TEXT NOT NULL,
+    run_id            TEXT NOT NULL,      -- the run (runs.run_id)
+    cell              TEXT NOT NULL,      -- the cell id (cells.cell)
     seq               INTEGER NOT NULL,   -- order of the burst in the cell
     action            TEXT NOT NULL,      -- on, off, reboot, reset
     backend           TEXT NOT NULL,      -- wol-ssh, redfish, vcenter, ipmi
@@ -163,8 +163,8 @@ CREATE TABLE IF NOT EXISTS group_actions (
 -- Taken from the typed summary once, by one function, so SQL, `labctl compare` and the nightly
 -- trends agree on what "boot_time_s mean" of a cell is.
 CREATE TABLE IF NOT EXISTS cell_figures (
-    run_id            TEXT NOT NULL,
-    cell              TEXT NOT NULL,
+    run_id            TEXT NOT NULL,      -- the run (runs.run_id)
+    cell              TEXT NOT NULL,      -- the cell id (cells.cell)
     figure            TEXT NOT NULL,      -- e.g. "boot_time_s mean", "disk_queue_len peak pvs-01/D:"
     kind              TEXT NOT NULL,      -- the metric: boot_time_s, retries, disk_queue_len ...
     statistic         TEXT NOT NULL,      -- mean, max, peak, count
@@ -180,22 +180,22 @@ CREATE TABLE IF NOT EXISTS cell_figures (
 
 -- Every metric sample: series.csv.
 CREATE TABLE IF NOT EXISTS samples (
-    run_id            TEXT NOT NULL,
+    run_id            TEXT NOT NULL,      -- the run (runs.run_id)
     cell              TEXT NOT NULL,      -- '' for samples outside any cell
-    source            TEXT NOT NULL,
-    entity            TEXT NOT NULL,
-    metric            TEXT NOT NULL,
-    unit              TEXT,
+    source            TEXT NOT NULL,      -- where the value came from: typeperf, redfish, unity, vcenter, pvs
+    entity            TEXT NOT NULL,      -- what it is about: a machine, a NIC, a volume, a LUN
+    metric            TEXT NOT NULL,      -- e.g. cpu_pct, disk_queue_len
+    unit              TEXT,               -- %, MB, requests, s ...
     ts_s              DOUBLE PRECISION NOT NULL, -- the source's own timestamp, lab epoch seconds
-    value             DOUBLE PRECISION           -- NULL where the source reported none (nan)
+    value             DOUBLE PRECISION    -- NULL where the source reported none (nan)
 );
 
 -- Baselines: `labctl baseline set LAB PLAN RUN...` adds one set (one row per run); the newest set
 -- of a lab + plan is its baseline, the older ones its history.
 CREATE TABLE IF NOT EXISTS baselines (
     set_id            TEXT NOT NULL,      -- <UTC time>-<4 hex digits>, sorts by time
-    lab               TEXT NOT NULL,
-    plan              TEXT NOT NULL,
+    lab               TEXT NOT NULL,      -- the lab's name
+    plan              TEXT NOT NULL,      -- the plan
     run_id            TEXT NOT NULL,      -- one of the set's runs
     position          INTEGER NOT NULL,   -- its place in the set as given
     set_utc           TIMESTAMP NOT NULL, -- when the set was made

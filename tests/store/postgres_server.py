@@ -47,7 +47,9 @@ def _owner() -> tuple[int, int] | None:
     try:
         pw = pwd.getpwnam("postgres")
     except KeyError as exc:
-        raise RuntimeError("running as root and there is no `postgres` user for initdb (apt-get install postgresql-15)") from exc
+        raise RuntimeError(
+            "running as root and there is no `postgres` user for initdb (apt-get install postgresql-15)"
+        ) from exc
     return pw.pw_uid, pw.pw_gid
 
 
@@ -56,8 +58,10 @@ def postgres_server(base: Path) -> Iterator[str]:
     """Start a throwaway server under ``base``; yield its DSN; stop it (by pid) and remove it."""
     bindir = pg_bin()
     if bindir is None:
-        raise RuntimeError("PostgreSQL server binaries not found: initdb is neither on PATH nor in "
-                           f"{DEBIAN_BIN} (run `make install`, or apt-get install postgresql-15)")
+        raise RuntimeError(
+            "PostgreSQL server binaries not found: initdb is neither on PATH nor in "
+            f"{DEBIAN_BIN} (run `make install`, or apt-get install postgresql-15)"
+        )
     owner = _owner()
     # as root, the server's user must reach its folder: pytest's tmp_path is private to root
     root = Path(tempfile.mkdtemp(prefix="labctl-pg-")) if owner else base / "pg"
@@ -73,12 +77,30 @@ def postgres_server(base: Path) -> Iterator[str]:
     try:
         subprocess.run(
             [str(bindir / "initdb"), "-D", str(data), "-U", USER, "--auth=trust", "-E", "UTF8", "--no-sync"],
-            check=True, capture_output=True, timeout=START_TIMEOUT_S, **kw,
+            check=True,
+            capture_output=True,
+            timeout=START_TIMEOUT_S,
+            **kw,
         )
         opts = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
         proc = subprocess.run(
-            [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", opts, "-w", "-t", str(START_TIMEOUT_S), "start"],
-            capture_output=True, text=True, timeout=START_TIMEOUT_S + 10, **kw,
+            [
+                str(bindir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(log),
+                "-o",
+                opts,
+                "-w",
+                "-t",
+                str(START_TIMEOUT_S),
+                "start",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT_S + 10,
+            **kw,
         )
         pidfile = data / "postmaster.pid"
         if pidfile.exists():

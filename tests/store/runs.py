@@ -33,6 +33,7 @@ from labctl.records.run_record import (
     ClientOutcome,
     CriterionVerdict,
     Gap,
+    GroupAction,
     Outcome,
     RunInfo,
     SeriesSummary,
@@ -228,6 +229,18 @@ def make_cell(
         storm_start_ts_s=start,
         entities={"streaming_server": SERVER, "write_cache_disk": DISK},
         clients=clients,
+        actions=[
+            GroupAction(
+                action="on",
+                backend="wol-ssh",
+                machines=n,
+                ok=n,
+                first_sent_ts_s=start,
+                send_spread_s=round(0.0004 * n, 4),
+                send_spread_wall_s=round(0.0004 * n / 60, 6),
+                delivery_spread_s=round(0.002 * n, 4),
+            )
+        ],
         metrics=metrics,
     )
     return summary, verdict, series
