@@ -13,7 +13,7 @@ a backend only implements how rows get in and how a query is executed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -113,7 +113,7 @@ class ResultsStore(RunWriter, Protocol):
 
     url: str
 
-    def delete_samples(self, run_id: str, cell: str) -> None: ...
+    def replace_samples(self, run_id: str, cell: str, batches: Iterable[Sequence[SampleRow]]) -> int: ...
 
     def finish_run(self, info: RunInfo, folder: str | None = None) -> None: ...
 

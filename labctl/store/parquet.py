@@ -33,7 +33,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -243,13 +243,33 @@ class ParquetStore(SqlQueries):
                 self._write_file(con, "SELECT * FROM samples", folder / f"{cell}~{n:05d}.parquet")
         return len(rows)
 
-    def delete_samples(self, run_id: str, cell: str) -> None:
-        with self._writer(run_id) as con:
-            folder = self._run_dir(run_id) / "samples"
-            if folder.is_dir():
-                for p in folder.glob(f"{cell}~*.parquet"):
-                    p.unlink(missing_ok=True)
-                self._drop_cell(con, folder, cell)
+    def replace_samples(self, run_id: str, cell: str, batches: Iterable[Sequence[SampleRow]]) -> int:
+        """The cell's samples become ``batches`` at once: written aside first, then swapped for the
+        old ones under the run's lock (an import between a delete and an append would double them)."""
+        aside = self._tmp(f"samples-{run_id}")
+        total = 0
+        try:
+            with self._lock:
+                if self._writer_con is None:
+                    self._writer_con = _staging()
+                con = self._writer_con
+                for i, batch in enumerate(batches):
+                    con.execute("DELETE FROM samples")
+                    _insert_samples(con, run_id, [(cell, *r[1:]) for r in batch])
+                    self._write_file(con, "SELECT * FROM samples", aside / f"{cell}~{i:05d}.parquet")
+                    total += len(batch)
+            with self._writer(run_id) as con:
+                folder = self._run_dir(run_id) / "samples"
+                if folder.is_dir():
+                    for p in folder.glob(f"{cell}~*.parquet"):
+                        p.unlink(missing_ok=True)
+                    self._drop_cell(con, folder, cell)
+                folder.mkdir(parents=True, exist_ok=True)
+                for p in sorted(aside.glob("*.parquet")):
+                    os.replace(p, folder / p.name)
+        finally:
+            shutil.rmtree(aside, ignore_errors=True)
+        return total
 
     def finish_run(self, info: RunInfo, folder: str | None = None) -> None:
         """Rewrite the run's row and compact its parts into one file per table."""

@@ -11,7 +11,7 @@ lock keyed by the run id. Raw ``sql()`` runs in a read-only transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -111,9 +111,15 @@ class PostgresStore(SqlQueries):
         with self._tx() as cur:
             return _PgWriter(cur).add_samples(run_id, rows)
 
-    def delete_samples(self, run_id: str, cell: str) -> None:
+    def replace_samples(self, run_id: str, cell: str, batches: Iterable[Sequence[SampleRow]]) -> int:
+        """The cell's samples become ``batches``, in one transaction."""
+        total = 0
         with self._tx(run_id) as cur:
             cur.execute("DELETE FROM samples WHERE run_id = %s AND cell = %s", [run_id, cell])
+            writer = _PgWriter(cur)
+            for batch in batches:
+                total += writer.add_samples(run_id, [(cell, *r[1:]) for r in batch])
+        return total
 
     def finish_run(self, info: RunInfo, folder: str | None = None) -> None:
         self.add_run(info, folder)

@@ -57,9 +57,8 @@ class StoreSink:
             self._started = True
         self.store.add_cell(run_id, record, self._seq)
         self._seq += 1
-        self.store.delete_samples(run_id, record.cell)
-        for batch in batched(sample_rows(self._series(record.cell, data), cell=record.cell), self.batch_rows):
-            self.store.add_samples(run_id, batch)
+        rows = sample_rows(self._series(record.cell, data), cell=record.cell)
+        self.store.replace_samples(run_id, record.cell, batched(rows, self.batch_rows))
 
     def run_finished(self, info: RunInfo) -> None:
         self.info = info
