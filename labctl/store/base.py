@@ -155,6 +155,16 @@ class ResultsStore(RunWriter, Protocol):
 
 
 _RUN_COLUMNS = ", ".join(RunRow.model_fields)
+
+
+def _where(conditions: Sequence[tuple[str, Any]]) -> tuple[str, list[Any]]:
+    """`` WHERE a = ? AND ...`` of the conditions whose value is given, and those values."""
+    given = [(cond, value) for cond, value in conditions if value is not None]
+    if not given:
+        return "", []
+    return " WHERE " + " AND ".join(c for c, _ in given), [v for _, v in given]
+
+
 _CELL_COLUMNS = ", ".join(CellRow.model_fields)
 
 
@@ -175,22 +185,16 @@ class SqlQueries:
         limit: int | None = None,
     ) -> list[RunRow]:
         """Runs, newest first, filtered by lab, plan, outcome and start (``since`` <= start < ``until``)."""
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (("lab", lab), ("plan", plan), ("outcome", outcome)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if since is not None:
-            where.append("started_utc >= ?")
-            params.append(since)
-        if until is not None:
-            where.append("started_utc < ?")
-            params.append(until)
-        query = f"SELECT {_RUN_COLUMNS} FROM runs"
-        if where:
-            query += " WHERE " + " AND ".join(where)
-        query += " ORDER BY started_utc DESC, run_id DESC"
+        where, params = _where(
+            [
+                ("lab = ?", lab),
+                ("plan = ?", plan),
+                ("outcome = ?", outcome),
+                ("started_utc >= ?", since),
+                ("started_utc < ?", until),
+            ]
+        )
+        query = f"SELECT {_RUN_COLUMNS} FROM runs{where} ORDER BY started_utc DESC, run_id DESC"
         if limit is not None:
             query += f" LIMIT {int(limit)}"
         return [RunRow(**d) for d in self.sql(query, params).dicts()]
@@ -265,14 +269,8 @@ class SqlQueries:
 
     def baseline_history(self, lab: str | None = None, plan: str | None = None) -> list[BaselineSet]:
         """Every baseline set (of ``lab`` / ``plan`` when given), oldest first."""
-        where, params = [], []
-        for column, value in (("lab", lab), ("plan", plan)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        query = "SELECT set_id, lab, plan, run_id, set_utc, set_by, note FROM baselines"
-        if where:
-            query += " WHERE " + " AND ".join(where)
+        where, params = _where([("lab = ?", lab), ("plan = ?", plan)])
+        query = f"SELECT set_id, lab, plan, run_id, set_utc, set_by, note FROM baselines{where}"
         query += " ORDER BY set_utc, set_id, position"
         sets: dict[str, BaselineSet] = {}
         for d in self.sql(query, params).dicts():
