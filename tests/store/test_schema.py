@@ -16,7 +16,9 @@ from tests.store.runs import make_run
 def test_every_column_has_a_meaning_and_a_portable_type() -> None:
     portable = {"TEXT", "INTEGER", "DOUBLE PRECISION", "BOOLEAN", "TIMESTAMP"}
     assert set(schema.tables()) == {*schema.RUN_TABLES, "baselines"}
-    assert {"runs", "cells", "verdicts", "client_outcomes", "series_summaries", "samples"} <= set(schema.RUN_TABLES)
+    assert {"runs", "cells", "verdicts", "client_outcomes", "series_summaries", "samples"} <= set(
+        schema.RUN_TABLES
+    )
     for t in schema.tables().values():
         for c in t.columns:
             assert c.sql_type in portable, (t.name, c.name, c.sql_type)

@@ -13,22 +13,13 @@ from labctl.errors import BadInputError
 from labctl.records.run_record import Outcome, RunOutcome
 from labctl.store import BaselineSet, ResultsStore, StoreSink, import_run, open_store
 from labctl.store.folder import read_run_folder
+from labctl.store.schema import RUN_TABLES
 from tests.store.runs import cell_id, make_run
-
-TABLES_BY_RUN = (
-    "cells",
-    "cell_parameters",
-    "verdicts",
-    "series_summaries",
-    "client_outcomes",
-    "cell_figures",
-)
 
 
 def counts(store: ResultsStore, run_id: str) -> dict[str, int]:
     return {
-        t: store.sql(f"SELECT count(*) FROM {t} WHERE run_id = ?", [run_id]).rows[0][0]
-        for t in ("runs", *TABLES_BY_RUN, "group_actions", "samples")
+        t: store.sql(f"SELECT count(*) FROM {t} WHERE run_id = ?", [run_id]).rows[0][0] for t in RUN_TABLES
     }
 
 
