@@ -60,6 +60,10 @@ def test_compare_exit_codes_with_run_folders(results: Path, labctl: Labctl) -> N
     code, out = labctl("compare", same.name, base.name, same.name, "--markdown")  # several baselines
     assert code == 0 and out.startswith("**boot_storm on sim-2007")
 
+    # a team store that is down does not stop a comparison of two folders: it has no history, and says so
+    code, out = labctl("compare", same.name, base.name, "--store", "postgresql://nobody@127.0.0.1:9/none")
+    assert code == 0 and "no history" in out and "cannot connect" in out
+
     code, out = labctl("compare", "no-such-run", base.name)
     assert code == 2 and "no-such-run" in out and out.count("\n") == 1
 

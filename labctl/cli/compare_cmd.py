@@ -11,7 +11,7 @@ from labctl.cli.common import resolve_results_dir, results_dir_option
 from labctl.cli.runs_cmd import open_cli_store, store_option
 from labctl.errors import BadInputError
 from labctl.records.figures import RunFigures
-from labctl.store import ResultsStore
+from labctl.store import ResultsStore, StoreError
 from labctl.store.folder import read_run_folder
 from labctl.store.rows import utc
 
@@ -109,7 +109,12 @@ def compare(
     started = utc(now.started_utc)
     runs = HISTORY_RUNS if history_runs is None else history_runs
     if runs and started is not None:
-        history = store.figure_history(now.lab, now.plan, before=started, runs=runs)
+        try:
+            history = store.figure_history(now.lab, now.plan, before=started, runs=runs)
+        except StoreError as exc:
+            if not baselines:  # the baseline itself came from the store: nothing to compare without it
+                raise
+            notes.append(f"no history (noise from the baseline runs alone): {exc}")
     result = compare_figures(now, base, history=history, baseline_set=baseline_set, cells=cells)
     result.notes += notes
     if as_json:
