@@ -312,9 +312,7 @@ def _verdict(*criteria: tuple[str, str, bool]) -> Any:
         CriterionVerdict(name=n, outcome=o, statistic="peak", selector="x", required=r, message=f"{n}: {o}")
         for n, o, r in criteria
     ]
-    return CellVerdict(
-        cell="boot_storm-standalone-005", outcome=cell_outcome(items), criteria=items
-    )
+    return CellVerdict(cell="boot_storm-standalone-005", outcome=cell_outcome(items), criteria=items)
 
 
 class _Criteria:
