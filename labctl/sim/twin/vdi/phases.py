@@ -115,18 +115,33 @@ def _phase_row(g: GuestPhase) -> dict[str, float]:
     }
 
 
-def _work_row(w: Workload, core_mhz: float, io_factor: float) -> dict[str, float]:
-    """One workload loop: the background over the think times plus the operations' own work."""
+def _work_row(w: Workload, core_mhz: float, first: GuestPhase | None = None, factor: float = 1.0) -> dict[str, float]:
+    """One workload loop: the background over the think times plus the operations' own work.
+
+    The first loop of a session (``first`` given) launches every application for the first time: it
+    reads ``factor`` times the image data, and writes ``factor - 1`` times the loop's writes more,
+    in the logon's pattern (small writes of caches, prefetch and profile data, some read back).
+    """
     think = sum(op.think_s for op in w.operations)
     op_cpu_s = sum(op.cpu_mhz_s for op in w.operations) / core_mhz
     local = think + op_cpu_s
+    n_img = w.image_read_iops * think + sum(op.image_reads for op in w.operations)
+    n_priv = w.private_read_iops * think + sum(op.private_reads for op in w.operations)
+    n_w = w.write_iops * think + sum(op.writes for op in w.operations)
+    kb_priv, kb_w = w.private_read_kb, w.write_kb
+    if first is not None:
+        extra_w = (factor - 1.0) * n_w
+        extra_priv = extra_w * first.private_read_mb / first.private_read_kb / max(first.write_mb / first.write_kb, 1e-9)
+        kb_w = (n_w * kb_w + extra_w * first.write_kb) / (n_w + extra_w)
+        kb_priv = (n_priv * kb_priv + extra_priv * first.private_read_kb) / max(n_priv + extra_priv, 1e-9)
+        n_img, n_priv, n_w = n_img * factor, n_priv + extra_priv, n_w + extra_w
     return {
-        "n_img": (w.image_read_iops * think + sum(op.image_reads for op in w.operations)) * io_factor,
+        "n_img": n_img,
         "kb_img": w.image_read_kb,
-        "n_priv": (w.private_read_iops * think + sum(op.private_reads for op in w.operations)) * io_factor,
-        "kb_priv": w.private_read_kb,
-        "n_w": (w.write_iops * think + sum(op.writes for op in w.operations)) * io_factor,
-        "kb_w": w.write_kb,
+        "n_priv": n_priv,
+        "kb_priv": kb_priv,
+        "n_w": n_w,
+        "kb_w": kb_w,
         "local_s": local,
         "cpu_bound": op_cpu_s / local if local > 0 else 0.0,
         "cpu_mhz": (w.cpu_mhz * think + sum(op.cpu_mhz_s for op in w.operations)) / local,
@@ -157,8 +172,8 @@ def build_templates(pools: list[DesktopPool], hosts: dict[str, EsxiHost], p: Vdi
             T.SETTLE: _phase_row(p.settle),
             T.IDLE: _phase_row(p.idle),
             T.LOGIN: _phase_row(p.login),
-            T.WORK_FIRST: _work_row(w, core_mhz, p.first_loop_io_factor),
-            T.WORK: _work_row(w, core_mhz, 1.0),
+            T.WORK_FIRST: _work_row(w, core_mhz, p.login, p.first_loop_io_factor),
+            T.WORK: _work_row(w, core_mhz),
             T.LOGOFF: _phase_row(p.logoff),
         }
         for t, row in rows.items():
