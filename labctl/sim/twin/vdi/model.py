@@ -162,6 +162,7 @@ class VdiModel:
         self.r_priv = np.zeros(n)
         self.r_w = np.zeros(n)
         self.rate = np.zeros(n)  # guest I/Os per second
+        self.xrate = np.zeros(n)  # progress through the current pass of the phase, per second
         # --- cumulative counters ---
         z = np.zeros
         self.vm_cpu = z(n)
@@ -348,6 +349,7 @@ class VdiModel:
         io_mask = on & ~self.stunned & (ph != _PON) & (ph != _SHUT)
         act = np.flatnonzero(io_mask)
         rates = np.zeros(self.n)
+        self.xrate[~io_mask] = 0.0
         if act.size:
             self._io_step(act, tr[act], dt, connecting[act])
             rates[act] = self.rate[act]
@@ -503,7 +505,8 @@ class VdiModel:
         self.footprint_mb[act] = F_all + (x_w * kb_w)[inv] / 1024.0 * dt * new_all
         # --- progress ---
         x_old = self.x[act].copy()
-        adv = np.where(conn_all, 0.0, (rate * dt / n_tot)[inv])
+        self.xrate[act] = (rate / n_tot)[inv]
+        adv = np.where(conn_all, 0.0, self.xrate[act] * dt)
         self.x[act] = x_old + adv
         self._sessions_ops(act, x_old, adv, dt, self.r_img[act], self.r_priv[act], self.r_w[act])
         self._phase_ends(act, x_old, adv, dt)
@@ -675,7 +678,9 @@ class VdiModel:
         pi = topo.pool_of
         hosts = topo.host_of
         ph = self.phase
-        cpu = np.where(on & ~self.stunned, tm.cpu_mhz[pi, tr], 0.0)
+        # CPU follows the work done: a phase's CPU work (MHz x local s) at the pace the desktop goes
+        # through it, so a desktop waiting for its disk or for the host's CPU asks for less per second
+        cpu = np.where(on & ~self.stunned, tm.cpu_mhz[pi, tr] * tm.local_s[pi, tr] * self.xrate, 0.0)
         cpu = np.where(ph == _PON, tm.cpu_mhz[pi, _T_BOOT], cpu)
         cpu = np.minimum(cpu + rates * p.cpu_cycles_per_io / 1e6, self.vcpus * self.core_mhz[hosts])
         cpu = np.where(on, cpu + p.vm_overhead_mhz, 0.0)

@@ -226,21 +226,31 @@ def login_storm(
     steady_s: float = 2700.0,
     sample_s: float = SAMPLE_S,
     model: VdiModel | None = None,
+    order: list[str] | None = None,
 ) -> Result:
     """Log users on to a pool, then let them work for ``steady_s``.
 
     Sessions come from the inventory's launchers (each starts its next session once its last user
     is logged on), or at ``rate_per_s`` if given. ``prebooted_share`` of the desktops are booted and
-    idle at the start; the broker powers the others on as users arrive. Marks: ``first_request``,
-    ``last_logon`` (every user logged on), ``end``.
+    idle at the start; the broker powers the others on as users arrive (``order``: the desktops it
+    hands out first; default a seeded random order, as a pooled-random broker does). Marks: ``first_request``, ``last_logon`` (every user
+    logged on), ``end``: lab seconds since the start.
     """
     wall = time.perf_counter()
     m = model or VdiModel(vdi, 0.0)
     t_start = m.t
     n = m.n
     total = min(sessions or n, n)
-    pre = int(round(prebooted_share * n))
-    preboot(m, np.arange(pre))
+    # a pooled-random broker hands out desktops in no particular order (seeded: runs repeat)
+    rank = np.random.default_rng(0).permutation(n)
+    if order is not None:
+        rank = np.full(n, n)
+        for k, name in enumerate(order):
+            if name in m.topo.index:
+                rank[m.topo.index[name]] = k
+    by_rank = np.argsort(rank, kind="stable")
+    pre = round(prebooted_share * n)
+    preboot(m, by_rank[:pre])
     s = Sampler(m, sample_s)
     p = vdi.twin
     launchers: list[_Launcher] = []
@@ -284,7 +294,7 @@ def login_storm(
                     request(k)
         # the broker: free registered desktops first, else power one on for the first waiting user
         free = m.available()
-        avail = np.flatnonzero(free & ~reserved)
+        avail = by_rank[(free & ~reserved)[by_rank]]
         ai = 0
         while queue and ai < avail.size:
             k = queue.popleft()
@@ -299,7 +309,7 @@ def login_storm(
         while boots_this_min and boots_this_min[0] <= m.t - 60.0:
             boots_this_min.popleft()
         while queue and len(boots_this_min) < p.broker_max_power_actions_per_min:
-            off = np.flatnonzero((m.phase == Phase.OFF) & ~reserved)
+            off = by_rank[((m.phase == Phase.OFF) & ~reserved)[by_rank]]
             if not off.size:
                 break
             d = int(off[0])
@@ -311,7 +321,7 @@ def login_storm(
         m.advance_to(m.t + TICK_S)
         s.maybe_sample()
         # logons that completed (or failed)
-        for k, ln in enumerate(launchers):
+        for ln in launchers:
             if ln.desktop < 0:
                 continue
             rec = m.sessions[rec_of[ln.desktop]]
