@@ -107,7 +107,8 @@ class PhysicalTwin:
         self._by_mac = {m.mac.lower(): m.name for m in lab.machines.values() if m.mac}
         self._client_macs = {m.name: (m.mac or "", m.ip) for m in lab.clients}
         vdi = vdi_of(lab)
-        self.vdi = VdiModel(vdi, clock.now(), faults) if vdi is not None and vdi.placement else None
+        delays = tuple(f.after_s for f in lab.faults)
+        self.vdi = VdiModel(vdi, clock.now(), faults, delays) if vdi is not None and vdi.placement else None
         self._desktops: dict[str, int] = self.vdi.topo.index if self.vdi is not None else {}
         self._desktop_ips: list[str | None] = (
             [lab.machines[n].ip if n in lab.machines else None for n in self.vdi.topo.names] if self.vdi else []

@@ -124,12 +124,16 @@ class _ClassIo:
 
 
 class VdiModel:
-    def __init__(self, vdi: VdiLab, start_t: float = 0.0, faults: FaultBook | None = None):
+    def __init__(
+        self, vdi: VdiLab, start_t: float = 0.0, faults: FaultBook | None = None, fault_delays_s: tuple[float, ...] = ()
+    ):
+        """``fault_delays_s``: the inventory's fault delays (``after_s``), so steps land on them."""
         self.vdi = vdi
         self.p = p = vdi.twin
         self.topo = topo = build_topology(vdi)
         self.tm = topo.templates
         self.faults = faults
+        self._fault_at = sorted(start_t + s for s in fault_delays_s if s > 0)
         self.t = start_t
         self.t0 = start_t
         n = len(topo.names)
@@ -185,7 +189,7 @@ class VdiModel:
         self.wc_cap = np.array([am.write_cache_bytes for am in topo.arrays])
         self.sync = np.zeros(a, dtype=bool)  # write cache full: writes wait for the drives
         self.write_through = np.zeros(a, dtype=bool)
-        self.stall_until = np.full(a, -np.inf)
+        self.stall_until = np.full(d, -np.inf)  # per volume: its controller failed, the peer takes over
         self.ctrl_failed = [np.zeros(len(am.ctrls), dtype=bool) for am in topo.arrays]
         self._arr_vectors()
         # --- PVS servers: RAM caches start warm (servers run for days; the papers' tests repeat) ---
@@ -199,6 +203,7 @@ class VdiModel:
         self._destage_s = z(s)  # drive time of one destaged write per tier station, s
         # --- sessions ---
         self.sessions: list[SessionRecord] = []
+        self._failing: list[SessionRecord] = []  # logons that will fail (fault)
         self.session_ids: dict[str, int] = {}
         self.ops = OpLog()
         self.steps = 0
@@ -283,6 +288,7 @@ class VdiModel:
         rec = SessionRecord(sid=f"session-{len(self.sessions) + 1}", desktop=i, user=user, requested=self.t)
         if fails:
             rec.fail_at = self.t + self.p.login_fail_after_s
+            self._failing.append(rec)
         self.session_ids[rec.sid] = len(self.sessions)
         self.session_of[i] = len(self.sessions)
         self.sessions.append(rec)
@@ -320,9 +326,17 @@ class VdiModel:
             self._step(dt)
 
     def _dt(self) -> float:
+        dt = self._dt_activity()
+        while self._fault_at and self._fault_at[0] <= self.t + 1e-9:
+            self._fault_at.pop(0)
+        if self._fault_at:
+            dt = min(dt, self._fault_at[0] - self.t)  # land on a fault's time: it acts from there
+        return dt
+
+    def _dt_activity(self) -> float:
         ph = self.phase
         if not (ph != _OFF).any():
-            nxt = [rec.fail_at for rec in self.sessions if rec.fail_at is not None]
+            nxt = [rec.fail_at for rec in self._failing if rec.fail_at is not None]
             return max(1e-3, min(nxt) - self.t) if nxt else math.inf
         if _BUSY[ph].any() or np.isfinite(self.until).any():
             dt = DT_BUSY_S
@@ -455,7 +469,7 @@ class VdiModel:
         work_w = v_w * svc_w
         # no-queue delays: the network round trip, controller processing, a failover's stall
         rtt = p.network_rtt_ms / 1e3
-        ctrl = self._ctrl_fixed(a_d, a_i, v_img, v_priv, v_w)
+        ctrl = self._ctrl_fixed(a_d, a_i, topo.ds_of[rows], img, v_img, v_priv, v_w)
         fix_img = rtt * v_img[:, _HNET] + ctrl[0][0] + ctrl[0][1]
         fix_priv = rtt * v_priv[:, _HNET] + ctrl[1][0] + ctrl[1][1]
         fix_w = rtt * v_w[:, _HNET] + ctrl[2][0] + ctrl[2][1]
@@ -608,11 +622,12 @@ class VdiModel:
         self.host_rx += np.bincount(hosts, (rb_host + pvs_rx) * k, h)
         self.host_tx += np.bincount(hosts, (wb_d + srv_tx) * k, h)
 
-    def _ctrl_fixed(self, a_d, a_i, v_img, v_priv, v_w):  # type: ignore[no-untyped-def]
+    def _ctrl_fixed(self, a_d, a_i, ds, img, v_img, v_priv, v_w):  # type: ignore[no-untyped-def]
         """Controller processing and failover stall per I/O kind, (D side, I side)."""
-        stall = np.append(np.maximum(self.stall_until - self.t, 0.0), 0.0)
-        r_d, r_i = self.ctrl_r_s[a_d] + stall[a_d], self.ctrl_r_s[a_i] + stall[a_i]
-        w_d, w_i = self.ctrl_w_s[a_d] + stall[a_d], self.ctrl_w_s[a_i] + stall[a_i]
+        stall = np.maximum(self.stall_until - self.t, 0.0)
+        s_d, s_i = stall[ds], np.where(img >= 0, stall[np.maximum(img, 0)], 0.0)
+        r_d, r_i = self.ctrl_r_s[a_d] + s_d, self.ctrl_r_s[a_i] + s_i
+        w_d, w_i = self.ctrl_w_s[a_d] + s_d, self.ctrl_w_s[a_i] + s_i
         return (
             (v_img[:, _DCTRL] * r_d, v_img[:, _ICTRL] * r_i),
             (v_priv[:, _DCTRL] * r_d, v_priv[:, _ICTRL] * r_i),
@@ -659,7 +674,8 @@ class VdiModel:
                 destage = min(destage, incoming + 0.9 * (cap_ios - incoming))
             self.dirty[a] = float(np.clip(self.dirty[a] + (incoming - destage) * kb * KB * dt, 0.0, self.wc_cap[a]))
             if self.dirty[a] >= self.wc_cap[a] * (1 - 1e-9) and incoming > cap_ios:
-                self.sync[a] = True
+                self.sync[a] = True  # from the next step writes are drive I/Os of the closed loop
+                continue
             for k, t in enumerate(am.tiers):
                 share = self.tiers_w[a, k]
                 if share <= 0:
@@ -720,6 +736,7 @@ class VdiModel:
 
     # --- phases --------------------------------------------------------------------------------------
     def _timed_transitions(self) -> None:
+        self._failing_logons()
         due = np.flatnonzero(self.until <= self.t + 1e-9)
         if not due.size:
             return
@@ -739,8 +756,10 @@ class VdiModel:
         self.phase[again] = _PON
         self.until[again] = at[ph == _SHUT][self.restart[sd]] + self.p.power_on_s
         self.restart[sd] = False
-        # logons that fail (fault)
-        for rec in self.sessions:
+
+    def _failing_logons(self) -> None:
+        """Logons that fail (fault session_login_fails) give up at their time."""
+        for rec in self._failing:
             if rec.fail_at is not None and rec.fail_at <= self.t + 1e-9 and rec.state == SessionStateCode.LOGGING_IN:
                 rec.state, rec.failed, rec.ended, rec.fail_at = (
                     SessionStateCode.FAILED,
@@ -751,6 +770,7 @@ class VdiModel:
                 i = rec.desktop
                 self.session_of[i] = -1
                 self._enter(np.array([i]), _IDLE)
+        self._failing = [r for r in self._failing if r.fail_at is not None]
 
     def _enter(self, idx: np.ndarray, phase: int) -> None:
         self.phase[idx] = phase
@@ -849,28 +869,36 @@ class VdiModel:
         if fb is None:
             return
         topo = self.topo
+        def due(kind: FaultKind, target: str) -> bool:
+            # the fault's delay counts in model time: a lazily advanced model crosses it at its step
+            f = fb.spec(kind, target)
+            return f is not None and self.t - self.t0 >= f.after_s - 1e-6
+
         for a, am in enumerate(topo.arrays):
-            if not self.ctrl_failed[a].any() and fb.active(FaultKind.ARRAY_CONTROLLER_FAILOVER, am.hw.name):
+            if not self.ctrl_failed[a].any() and due(FaultKind.ARRAY_CONTROLLER_FAILOVER, am.hw.name):
                 self.fail_controller(a)
         for h, host in enumerate(topo.hosts):
-            if not self.host_maint[h] and fb.active(FaultKind.HOST_IN_MAINTENANCE, host.name):
+            if not self.host_maint[h] and due(FaultKind.HOST_IN_MAINTENANCE, host.name):
                 self.set_maintenance(h, True)
         for d, ds in enumerate(topo.datastores):
-            if not self.ds_full[d] and fb.active(FaultKind.DATASTORE_FULL, ds.name):
+            if not self.ds_full[d] and due(FaultKind.DATASTORE_FULL, ds.name):
                 self.fill_datastore(d)
 
     def fail_controller(self, a: int) -> None:
-        """The array's first active controller fails: its peer takes its volumes after a stall."""
+        """The array's busiest active controller fails: its peer takes its volumes after a stall (their
+        I/O waits ``controller_failover_s``; the other volumes carry on)."""
         topo = self.topo
         am = topo.arrays[a]
         if len(am.ctrls) < 2:
             return
-        victim = 0
+        owners = {int(c) for j, c in enumerate(topo.ds_ctrl) if int(topo.ds_array[j]) == a}
+        load = [float(self.st_reads[st] + self.st_writes[st]) if k in owners else -1.0 for k, st in enumerate(am.ctrls)]
+        victim = int(np.argmax(load))
+        peer = next(k for k in range(len(am.ctrls)) if k != victim and not self.ctrl_failed[a][k])
         self.ctrl_failed[a][victim] = True
-        peer = 1
         mine = (topo.ds_array == a) & (topo.ds_ctrl == victim)
         topo.ds_ctrl[mine] = peer
-        self.stall_until[a] = self.t + am.failover_s
+        self.stall_until[mine] = self.t + am.failover_s
         if self.p.write_through_after_failover:
             self.write_through[a] = True
         topo.rebuild_routes()
