@@ -56,18 +56,36 @@ def main() -> None:
     logon_end = r.marks["last_logon"]
     wall_login = r.wall_s
     rows.append(
-        ("login 1/s", logon_end, None, f"peak {r.peak_iops(0, logon_end + 60):,.0f} IOPS, mean logon {np.mean(r.login_s):.0f} s")
+        (
+            "login 1/s",
+            logon_end,
+            None,
+            f"peak {r.peak_iops(0, logon_end + 60):,.0f} IOPS, mean logon {np.mean(r.login_s):.0f} s",
+        )
     )
     steady = r.mean_iops(logon_end + 600, r.marks["end"]) / r.desktops
-    rows.append((f"steady {args.steady_s / 60:.0f} min", r.marks["end"] - logon_end, None, f"{steady:.1f} IOPS per desktop"))
+    rows.append(
+        (
+            f"steady {args.steady_s / 60:.0f} min",
+            r.marks["end"] - logon_end,
+            None,
+            f"{steady:.1f} IOPS per desktop",
+        )
+    )
     total_lab = sum(x[1] for x in rows)
     total_wall = (rows[0][2] or 0.0) + wall_login
     print(f"{'phase':<14} {'lab s':>8} {'wall s':>8} {'x real time':>12}  figures")
-    print(f"{rows[0][0]:<14} {rows[0][1]:>8.0f} {rows[0][2]:>8.1f} {rows[0][1] / rows[0][2]:>11.0f}x  {rows[0][3]}")
+    print(
+        f"{rows[0][0]:<14} {rows[0][1]:>8.0f} {rows[0][2]:>8.1f} {rows[0][1] / rows[0][2]:>11.0f}x  {rows[0][3]}"
+    )
     lab_ls = rows[1][1] + rows[2][1]
-    print(f"{'login+steady':<14} {lab_ls:>8.0f} {wall_login:>8.1f} {lab_ls / wall_login:>11.0f}x  {rows[1][3]}; {rows[2][3]}")
+    print(
+        f"{'login+steady':<14} {lab_ls:>8.0f} {wall_login:>8.1f} {lab_ls / wall_login:>11.0f}x  {rows[1][3]}; {rows[2][3]}"
+    )
     x = total_lab / total_wall
-    print(f"{'total':<14} {total_lab:>8.0f} {total_wall:>8.1f} {x:>11.0f}x  (target {TARGET_X:.0f}x: {'met' if x >= TARGET_X else 'NOT met'})")
+    print(
+        f"{'total':<14} {total_lab:>8.0f} {total_wall:>8.1f} {x:>11.0f}x  (target {TARGET_X:.0f}x: {'met' if x >= TARGET_X else 'NOT met'})"
+    )
     print(f"model steps: {m.steps}, {1e3 * total_wall / max(m.steps, 1):.2f} ms each, {m.n} desktops")
 
 

@@ -21,7 +21,9 @@ def run(lab: Lab, console: Console) -> int:
     """Print the study for ``lab`` and return the exit status (0 pass, 1 a failed verdict)."""
     vdi = lab.vdi
     assert vdi is not None
-    console.print(f"lab {lab.name}: {len(vdi.placement)} desktops, {len(vdi.hosts)} hosts, {len(vdi.arrays)} array(s)")
+    console.print(
+        f"lab {lab.name}: {len(vdi.placement)} desktops, {len(vdi.hosts)} hosts, {len(vdi.arrays)} array(s)"
+    )
     if vdi.note:
         console.print(f"[dim]{vdi.note}[/dim]")
     with console.status("running storms...") as status:
@@ -45,11 +47,20 @@ def run(lab: Lab, console: Console) -> int:
 
 def table(study: Study) -> Table:
     t = Table(box=box.SIMPLE_HEAVY, title=f"{study.name}: twin, [dim]published[/dim]", title_justify="left")
-    for col, just in (("", "left"), ("quantity", "left"), ("twin", "right"), ("published", "right"), ("verdict", "left")):
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    t.add_column("")
+    t.add_column("quantity")
+    t.add_column("twin", justify="right")
+    t.add_column("published", justify="right")
+    t.add_column("verdict")
     last = None
     for c in study.checks:
-        value = f"{c.value:,.0f}" if abs(c.value) >= 100 else f"{c.value:.2f}" if abs(c.value) < 10 else f"{c.value:.1f}"
+        value = (
+            f"{c.value:,.0f}"
+            if abs(c.value) >= 100
+            else f"{c.value:.2f}"
+            if abs(c.value) < 10
+            else f"{c.value:.1f}"
+        )
         value = f"{value} {c.unit}".strip()
         verdict = "" if c.ok is None else "[green]pass[/green]" if c.ok else "[red]FAIL[/red]"
         colour = "" if c.ok is None else "green" if c.ok else "red"

@@ -40,11 +40,15 @@ def vdi_yaml(
         f"      ports: {{count: 2, speed_gbps: 10}}\n      tiers: [{', '.join(tiers)}]\n"
         for a in range(1, arrays + 1)
     )
-    stores = "".join(f"    - {{name: ds-{a}, array: arr-{a}, capacity_gb: 4000}}\n" for a in range(1, arrays + 1))
+    stores = "".join(
+        f"    - {{name: ds-{a}, array: arr-{a}, capacity_gb: 4000}}\n" for a in range(1, arrays + 1)
+    )
     lab_extra = ""
     if faults:
         lab_extra += "  faults:\n" + "".join(f"    {line}\n" for line in faults.strip().splitlines())
-    twin_block = ("  twin:\n" + "".join(f"    {line}\n" for line in twin.strip().splitlines())) if twin else ""
+    twin_block = (
+        ("  twin:\n" + "".join(f"    {line}\n" for line in twin.strip().splitlines())) if twin else ""
+    )
     text = f"""
 lab:
   name: vdi-test

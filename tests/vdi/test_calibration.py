@@ -35,10 +35,20 @@ def value(study: Study, group: str, quantity: str) -> float:
 
 
 def test_the_2012_tables_pass_with_every_row_judged(study_2012: Study) -> None:
-    failed = [f"{c.group}: {c.quantity} = {c.value:.2f} (published {c.published})" for c in study_2012.checks if not c.ok]
+    failed = [
+        f"{c.group}: {c.quantity} = {c.value:.2f} (published {c.published})"
+        for c in study_2012.checks
+        if not c.ok
+    ]
     assert not failed, failed
     groups = {c.group for c in study_2012.checks}
-    assert {"table 7", "1 array (630)", "2 arrays (1260)", "1 array, 20% pre-booted (630)", "scale-out"} <= groups
+    assert {
+        "table 7",
+        "1 array (630)",
+        "2 arrays (1260)",
+        "1 array, 20% pre-booted (630)",
+        "scale-out",
+    } <= groups
     assert all(c.ok is not None for c in study_2012.checks)
     assert len(study_2012.checks) >= 25
 
@@ -48,7 +58,9 @@ def test_the_2012_phases_order_and_scaling(study_2012: Study) -> None:
     login = value(study_2012, "table 7", "login: IOPS per desktop")
     steady = value(study_2012, "table 7", "steady: IOPS per desktop")
     assert boot > login > steady > 0  # the paper's order: boot storm > login storm > steady state
-    assert value(study_2012, "table 7", "steady: read share") < value(study_2012, "table 7", "boot: read share")
+    assert value(study_2012, "table 7", "steady: read share") < value(
+        study_2012, "table 7", "boot: read share"
+    )
     one = value(study_2012, "1 array", "steady-state IOPS")
     two = value(study_2012, "2 arrays", "steady-state IOPS")
     assert two / one == pytest.approx(2.0, rel=0.05)  # linear scale-out
@@ -58,14 +70,22 @@ def test_the_2012_phases_order_and_scaling(study_2012: Study) -> None:
 
 
 def test_the_2014_write_cache_modes_pass(study_2014: Study) -> None:
-    failed = [f"{c.group}: {c.quantity} = {c.value:.2f} (published {c.published})" for c in study_2014.checks if not c.ok]
+    failed = [
+        f"{c.group}: {c.quantity} = {c.value:.2f} (published {c.published})"
+        for c in study_2014.checks
+        if not c.ok
+    ]
     assert not failed, failed
     disk = value(study_2014, "device disk", "Standard (task)")
     ram256 = value(study_2014, "RAM 256 MB", "Enhanced (knowledge)")
     ram512 = value(study_2014, "RAM 512 MB", "Enhanced (knowledge)")
     assert disk > 3 and ram512 < ram256 < value(study_2014, "device disk", "Enhanced (knowledge)") / 3
     # heavier users write more and overflow a small RAM cache sooner
-    assert value(study_2014, "RAM 256 MB", "Professional (power)") > ram256 > value(study_2014, "RAM 256 MB", "Standard (task)")
+    assert (
+        value(study_2014, "RAM 256 MB", "Professional (power)")
+        > ram256
+        > value(study_2014, "RAM 256 MB", "Standard (task)")
+    )
 
 
 def _small_2014(tmp_path: Path, twin: str = "") -> Path:
@@ -80,7 +100,9 @@ def _small_2014(tmp_path: Path, twin: str = "") -> Path:
             .replace("workload: task", f"workload: {wl}")
             .replace("      cluster: vdi\n", f"      cluster: vdi\n      hosts: [esx-vdi-{k:02d}]\n")
         )
-    text = text.replace(pools, pools.replace("      cluster: vdi\n", "      cluster: vdi\n      hosts: [esx-vdi-01]\n") + more)
+    text = text.replace(
+        pools, pools.replace("      cluster: vdi\n", "      cluster: vdi\n      hosts: [esx-vdi-01]\n") + more
+    )
     path = tmp_path / "small-2014.yaml"
     path.write_text(text)
     return path

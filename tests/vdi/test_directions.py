@@ -49,10 +49,24 @@ def working(vdi: VdiLab, minutes: float = 30.0, measure_s: float = 600.0) -> dic
 
 
 def test_more_spindles_give_lower_latency(tmp_path: Path) -> None:
-    few = working(_vdi(tmp_path, desktops=64, provisioning=LINKED, cache_gb=0.25,
-                       tiers=("{drive: 15k, count: 12, capacity_gb: 600, raid: 10}",)))
-    many = working(_vdi(tmp_path, desktops=64, provisioning=LINKED, cache_gb=0.25,
-                        tiers=("{drive: 15k, count: 48, capacity_gb: 600, raid: 10}",)))
+    few = working(
+        _vdi(
+            tmp_path,
+            desktops=64,
+            provisioning=LINKED,
+            cache_gb=0.25,
+            tiers=("{drive: 15k, count: 12, capacity_gb: 600, raid: 10}",),
+        )
+    )
+    many = working(
+        _vdi(
+            tmp_path,
+            desktops=64,
+            provisioning=LINKED,
+            cache_gb=0.25,
+            tiers=("{drive: 15k, count: 48, capacity_gb: 600, raid: 10}",),
+        )
+    )
     assert many["latency_ms"] < 0.8 * few["latency_ms"]
     assert many["iops"] >= few["iops"]  # closed loop: faster storage, never less work done
 
@@ -79,9 +93,14 @@ def test_two_arrays_carry_twice_the_load_of_one(tmp_path: Path) -> None:
 
 
 def test_pvs_ram_cache_with_overflow_takes_most_io_off_the_host(tmp_path: Path) -> None:
-    disk = working(_vdi(tmp_path, provisioning="{kind: pvs, pvs_servers: [pvs-01], write_cache: device_disk}"))
+    disk = working(
+        _vdi(tmp_path, provisioning="{kind: pvs, pvs_servers: [pvs-01], write_cache: device_disk}")
+    )
     ram = working(
-        _vdi(tmp_path, provisioning="{kind: pvs, pvs_servers: [pvs-01], write_cache: device_ram_overflow, ram_cache_mb: 512}")
+        _vdi(
+            tmp_path,
+            provisioning="{kind: pvs, pvs_servers: [pvs-01], write_cache: device_ram_overflow, ram_cache_mb: 512}",
+        )
     )
     assert disk["host_iops_per_desktop"] > 5.0
     assert ram["host_iops_per_desktop"] < disk["host_iops_per_desktop"] / 5

@@ -33,7 +33,11 @@ def test_each_example_validates_on_its_own_loopback_block(name: str) -> None:
     lab = validate_file(path)
     assert lab.vdi is not None and len(lab.vms) == desktops == len(lab.vdi.placement)
     assert f"Loopback block 127.{block}.0.0/16" in path.read_text()
-    addresses = [m.ip for m in lab.vms] + [vc.url for vc in lab.vcenters.values()] + [a.url for a in lab.storage.values()]
+    addresses = (
+        [m.ip for m in lab.vms]
+        + [vc.url for vc in lab.vcenters.values()]
+        + [a.url for a in lab.storage.values()]
+    )
     for addr in addresses:
         assert addr is not None and f"127.{block}." in addr, addr
     assert lab.vdi.note  # what the paper tested, for readers and the calibration
@@ -45,7 +49,9 @@ def test_desktops_are_vms_of_the_lab_spread_evenly_over_hosts_and_datastores() -
     desktops = lab.vms
     assert all(m.kind is MachineKind.VM and m.vcenter == "vc-01" and m.vm_host for m in desktops)
     per_host = Counter(m.vm_host for m in desktops)
-    assert len(per_host) == 8 and max(per_host.values()) - min(per_host.values()) <= 1  # ~80 each, as the paper
+    assert (
+        len(per_host) == 8 and max(per_host.values()) - min(per_host.values()) <= 1
+    )  # ~80 each, as the paper
     per_ds = Counter(lab.vdi.placement[m.name][2] for m in desktops)
     assert set(per_ds) == {"VDIVOL1", "VDIVOL2", "VDIVOL3", "VDIVOL4"} and max(per_ds.values()) <= 158
     assert lab.groups["task-pool"].members == tuple(m.name for m in desktops)
@@ -54,9 +60,15 @@ def test_desktops_are_vms_of_the_lab_spread_evenly_over_hosts_and_datastores() -
     (dc,) = lab.vcenters["vc-01"].datacenters
     assert [(c.name, c.hosts, c.host_cpu_cores, c.host_ram_gb) for c in dc.clusters] == [("vdi", 8, 8, 96.0)]
     hw = lab.vdi.arrays["ps6010xvs-01"]
-    assert hw.controller_mode is ControllerMode.ACTIVE_STANDBY and [t.name for t in hw.tiers] == ["ssd", "15k"]
+    assert hw.controller_mode is ControllerMode.ACTIVE_STANDBY and [t.name for t in hw.tiers] == [
+        "ssd",
+        "15k",
+    ]
     pool = lab.vdi.pools["task-pool"]
-    assert pool.provisioning.kind is ProvisioningKind.PVS and pool.provisioning.write_cache is WriteCacheMode.DEVICE_DISK
+    assert (
+        pool.provisioning.kind is ProvisioningKind.PVS
+        and pool.provisioning.write_cache is WriteCacheMode.DEVICE_DISK
+    )
     assert pool.provisioning.pvs_servers == ("pvs-01", "pvs-02")
 
 
@@ -81,14 +93,45 @@ def _problems(tmp_path: Path, text: str) -> list[str]:
 @pytest.mark.parametrize(
     ("edit", "path", "words"),
     [
-        (("cluster: vdi\n      datastores", "cluster: vdj\n      datastores"), "vdi.pools[0].cluster", "did you mean 'vdi'?"),
-        (("count: 8, capacity_gb: 400, raid: 10", "count: 7, capacity_gb: 400, raid: 10"), "vdi.arrays[0].tiers[0].count", "RAID 10 cannot be formed from 7"),
-        (("write_cache: device_disk", "write_cache: device_ram_overflow"), "vdi.pools[0].provisioning.ram_cache_mb", "ram_cache_mb: 256"),
-        (("{kind: pvs, pvs_servers: [pvs-01], write_cache: device_disk}", "{kind: linked_clone, write_cache: device_disk}"), "vdi.pools[0].provisioning.write_cache", "PVS provisioning only"),
-        (("pvs_servers: [pvs-01], write_cache", "pvs_servers: [pvs-02], write_cache"), "vdi.pools[0].provisioning.pvs_servers[0]", "unknown pvs_server 'pvs-02'"),
-        (("datastores: [ds-1]", "datastores: [ds-2]"), "vdi.pools[0].datastores[0]", "unknown datastore 'ds-2'"),
+        (
+            ("cluster: vdi\n      datastores", "cluster: vdj\n      datastores"),
+            "vdi.pools[0].cluster",
+            "did you mean 'vdi'?",
+        ),
+        (
+            ("count: 8, capacity_gb: 400, raid: 10", "count: 7, capacity_gb: 400, raid: 10"),
+            "vdi.arrays[0].tiers[0].count",
+            "RAID 10 cannot be formed from 7",
+        ),
+        (
+            ("write_cache: device_disk", "write_cache: device_ram_overflow"),
+            "vdi.pools[0].provisioning.ram_cache_mb",
+            "ram_cache_mb: 256",
+        ),
+        (
+            (
+                "{kind: pvs, pvs_servers: [pvs-01], write_cache: device_disk}",
+                "{kind: linked_clone, write_cache: device_disk}",
+            ),
+            "vdi.pools[0].provisioning.write_cache",
+            "PVS provisioning only",
+        ),
+        (
+            ("pvs_servers: [pvs-01], write_cache", "pvs_servers: [pvs-02], write_cache"),
+            "vdi.pools[0].provisioning.pvs_servers[0]",
+            "unknown pvs_server 'pvs-02'",
+        ),
+        (
+            ("datastores: [ds-1]", "datastores: [ds-2]"),
+            "vdi.pools[0].datastores[0]",
+            "unknown datastore 'ds-2'",
+        ),
         (("workload: task", "workload: tsak"), "vdi.pools[0].workload", "did you mean 'task'?"),
-        (("{name: ds-1, array: arr-1, capacity_gb: 4000}", "{name: ds-1, array: arr-1, capacity_gb: 20}"), "vdi.datastores[1].capacity_gb", "must hold 32 GB"),
+        (
+            ("{name: ds-1, array: arr-1, capacity_gb: 4000}", "{name: ds-1, array: arr-1, capacity_gb: 20}"),
+            "vdi.datastores[1].capacity_gb",
+            "must hold 32 GB",
+        ),
         (("- array: arr-1", "- array: arr-9"), "vdi.arrays[0].array", "unknown storage array 'arr-9'"),
     ],
 )
@@ -108,11 +151,18 @@ def test_a_bad_vdi_section_is_one_line_naming_the_item_and_the_fix(
 
 def test_unknown_keys_in_the_vdi_section_get_a_did_you_mean(tmp_path: Path) -> None:
     lines = _problems(tmp_path, vdi_yaml().replace("vcpus: 1\n", "vcpu: 1\n"))
-    assert any("vdi.pools[0].vcpu: unknown key 'vcpu'" in ln and "did you mean 'vcpus'?" in ln for ln in lines)
+    assert any(
+        "vdi.pools[0].vcpu: unknown key 'vcpu'" in ln and "did you mean 'vcpus'?" in ln for ln in lines
+    )
 
 
 def test_vdi_faults_target_hosts_and_datastores(tmp_path: Path) -> None:
-    lab = load(tmp_path, vdi_yaml(faults="- {kind: host_in_maintenance, targets: [esx-vdi-02]}\n- {kind: datastore_full, targets: [ds-1]}"))
+    lab = load(
+        tmp_path,
+        vdi_yaml(
+            faults="- {kind: host_in_maintenance, targets: [esx-vdi-02]}\n- {kind: datastore_full, targets: [ds-1]}"
+        ),
+    )
     assert [f.kind.value for f in lab.faults] == ["host_in_maintenance", "datastore_full"]
     lines = _problems(tmp_path, vdi_yaml(faults="- {kind: host_in_maintenance, targets: [esx-vdi-09]}"))
     assert any("fault targets unknown item 'esx-vdi-09'" in ln for ln in lines)
@@ -125,7 +175,11 @@ def test_a_pool_named_like_a_group_is_refused(tmp_path: Path) -> None:
 
 
 def test_equallogic_arrays_may_be_reached_over_snmp_and_others_not(tmp_path: Path) -> None:
-    text = vdi_yaml().replace("kind: unity, url: 'https://127.30.0.3:8443'", "kind: equallogic, url: 'snmp://127.30.0.3:16100'")
+    text = vdi_yaml().replace(
+        "kind: unity, url: 'https://127.30.0.3:8443'", "kind: equallogic, url: 'snmp://127.30.0.3:16100'"
+    )
     assert load(tmp_path, text).storage["arr-1"].url.startswith("snmp://")
-    lines = _problems(tmp_path, vdi_yaml().replace("url: 'https://127.30.0.3:8443'", "url: 'snmp://127.30.0.3:16100'"))
+    lines = _problems(
+        tmp_path, vdi_yaml().replace("url: 'https://127.30.0.3:8443'", "url: 'snmp://127.30.0.3:16100'")
+    )
     assert any("storage[0].url: malformed URL" in ln for ln in lines)

@@ -50,8 +50,12 @@ def test_is_a_lab_twin_and_a_vdi_twin_with_every_desktop_off(lab: Lab) -> None:
     assert isinstance(twin, LabTwin) and isinstance(twin, VdiTwin)
     states = twin.desktops()
     assert [d.name for d in states] == [m.name for m in lab.vms]
-    assert all(d.power is PowerState.OFF and d.phase is DesktopPhase.OFF and not d.tools_running for d in states)
-    assert {d.host for d in states} == {"esx-vdi-01", "esx-vdi-02"} and {d.datastore for d in states} == {"ds-1"}
+    assert all(
+        d.power is PowerState.OFF and d.phase is DesktopPhase.OFF and not d.tools_running for d in states
+    )
+    assert {d.host for d in states} == {"esx-vdi-01", "esx-vdi-02"} and {d.datastore for d in states} == {
+        "ds-1"
+    }
 
 
 def test_a_desktop_boots_gets_tools_and_an_ip_then_registers(lab: Lab) -> None:
@@ -86,7 +90,7 @@ def test_a_session_logs_on_runs_timed_operations_and_logs_off(lab: Lab) -> None:
     boot_all(twin, clock)
     info = twin.start_session("d-0003", "alice")
     assert info.state is SessionState.LOGGING_IN and info.workload == "task"
-    with pytest.raises(SessionRefused, match="d-0003.*already runs"):
+    with pytest.raises(SessionRefused, match=r"d-0003.*already runs"):
         twin.start_session("d-0003", "bob")
     clock.advance(60)
     info = twin.session(info.session_id)
@@ -95,7 +99,15 @@ def test_a_session_logs_on_runs_timed_operations_and_logs_off(lab: Lab) -> None:
     clock.advance(900)
     ops = twin.session_operations(info.session_id)
     assert len(ops) >= 5 and [o.index for o in ops] == list(range(len(ops)))
-    assert {o.name for o in ops} <= {"ie_open", "ie_browse", "pdf_open", "pdf_print", "freemind_edit", "flash_play", "idle"}
+    assert {o.name for o in ops} <= {
+        "ie_open",
+        "ie_browse",
+        "pdf_open",
+        "pdf_print",
+        "freemind_edit",
+        "flash_play",
+        "idle",
+    }
     starts = [o.started_lab_s for o in ops]
     assert starts == sorted(starts) and all(0 < o.response_s < 5 for o in ops)
     assert twin.session_operations(info.session_id, since=len(ops) - 1) == ops[-1:]
@@ -109,7 +121,7 @@ def test_a_session_logs_on_runs_timed_operations_and_logs_off(lab: Lab) -> None:
 
 def test_sessions_are_refused_on_desktops_that_are_off_or_not_registered(lab: Lab) -> None:
     twin, clock = make(lab)
-    with pytest.raises(SessionRefused, match="d-0001.*off"):
+    with pytest.raises(SessionRefused, match=r"d-0001.*off"):
         twin.start_session("d-0001", "alice")
     twin.power("d-0001", PowerAction.ON)
     clock.advance(BOOTED_S)
@@ -143,7 +155,13 @@ def test_counters_are_cumulative_and_memory_stays_within_what_is_configured(lab:
     dt = b[0].lab_time_s - a[0].lab_time_s
     assert dt == pytest.approx(600, abs=1)
     for x, y in zip(a, b, strict=True):
-        for field in ("cpu_used_mhz_s", "mem_consumed_kb_s", "net_bytes_rx", "disk_writes", "disk_write_latency_sum_s"):
+        for field in (
+            "cpu_used_mhz_s",
+            "mem_consumed_kb_s",
+            "net_bytes_rx",
+            "disk_writes",
+            "disk_write_latency_sum_s",
+        ):
             assert getattr(y, field) >= getattr(x, field)
         consumed_kb = (y.mem_consumed_kb_s - x.mem_consumed_kb_s) / dt
         active_kb = (y.mem_active_kb_s - x.mem_active_kb_s) / dt
@@ -175,13 +193,14 @@ def test_array_volume_tier_and_datastore_counters_agree(lab: Lab) -> None:
     # the drives take every host write twice (RAID 10), destaged from the write cache
     assert tier1.writes - tier0.writes == pytest.approx(2 * w_vol, rel=0.1)
     per_host = twin.datastore_perf("esx-vdi-01")
-    assert 0 < [d for d in per_host if d.datastore == "ds-1"][0].writes < ds1["ds-1"].writes
+    assert 0 < next(d for d in per_host if d.datastore == "ds-1").writes < ds1["ds-1"].writes
     lat_ms = (vol1["ds-1"].write_response_sum_s - vol0["ds-1"].write_response_sum_s) / w_vol * 1e3
     host_lat_ms = (ds1["ds-1"].write_latency_sum_s - ds0["ds-1"].write_latency_sum_s) / w_ds * 1e3
     assert 0.1 < lat_ms < host_lat_ms < 5  # the host adds the network round trip to the array's time
     queue = (vol1["ds-1"].queue_integral - vol0["ds-1"].queue_integral) / 600
     assert queue == pytest.approx(
-        (w_vol * lat_ms / 1e3 + (vol1["ds-1"].read_response_sum_s - vol0["ds-1"].read_response_sum_s)) / 600, rel=1e-6
+        (w_vol * lat_ms / 1e3 + (vol1["ds-1"].read_response_sum_s - vol0["ds-1"].read_response_sum_s)) / 600,
+        rel=1e-6,
     )  # Little's law
     (ctrl_a, ctrl_b) = twin.array_controller_counters("arr-1")
     assert {ctrl_a.state, ctrl_b.state} == {"active"} and ctrl_a.write_cache_bytes > 0
@@ -199,7 +218,9 @@ def test_unity_lun_counters_come_from_the_owning_sp(lab: Lab) -> None:
 
 
 def test_a_controller_failover_stalls_io_then_the_peer_writes_through(tmp_path: Path) -> None:
-    lab = load(tmp_path, vdi_yaml(faults="- {kind: array_controller_failover, targets: [arr-1], after_s: 600}"))
+    lab = load(
+        tmp_path, vdi_yaml(faults="- {kind: array_controller_failover, targets: [arr-1], after_s: 600}")
+    )
     twin, clock = make(lab)
     names = boot_all(twin, clock)
     for n in names:

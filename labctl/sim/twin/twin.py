@@ -51,7 +51,6 @@ from labctl.sim.twin.vdi.model import VdiModel
 from labctl.sim.twin.workload import OS_UP, SESSION
 
 
-
 @dataclass(frozen=True)
 class FastForwardClock(LabClock):
     """A lab clock that only moves when told to: ``advance(s)``, or ``sleep(s)`` (which advances)."""
@@ -111,7 +110,9 @@ class PhysicalTwin:
         self.vdi = VdiModel(vdi, clock.now(), faults, delays) if vdi is not None and vdi.placement else None
         self._desktops: dict[str, int] = self.vdi.topo.index if self.vdi is not None else {}
         self._desktop_ips: list[str | None] = (
-            [lab.machines[n].ip if n in lab.machines else None for n in self.vdi.topo.names] if self.vdi else []
+            [lab.machines[n].ip if n in lab.machines else None for n in self.vdi.topo.names]
+            if self.vdi
+            else []
         )
 
     # --- time ----------------------------------------------------------------------------------
@@ -358,7 +359,9 @@ class PhysicalTwin:
     def desktop_state(self, vm: str) -> DesktopState:
         with self._lock:
             self._sync()
-            return views.desktop_states(self._vdi_model(), np.array([self._desktop(vm)]), self._desktop_ips)[0]
+            return views.desktop_states(self._vdi_model(), np.array([self._desktop(vm)]), self._desktop_ips)[
+                0
+            ]
 
     def host_perf(self, host: str) -> HostPerf:
         with self._lock:
@@ -366,7 +369,9 @@ class PhysicalTwin:
             m = self._vdi_model()
             h = next((k for k, hh in enumerate(m.topo.hosts) if hh.name == host), None)
             if h is None:
-                raise KeyError(f"{host}: no such ESXi host (hosts: {', '.join(x.name for x in m.topo.hosts)})")
+                raise KeyError(
+                    f"{host}: no such ESXi host (hosts: {', '.join(x.name for x in m.topo.hosts)})"
+                )
             return views.host_perf(m, h)
 
     def vm_perf(self, vms: list[str] | None = None) -> tuple[VmPerf, ...]:

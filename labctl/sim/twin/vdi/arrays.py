@@ -149,7 +149,11 @@ def placement(
     priv_hot = desktops * p.private_hot_mb
     priv_miss = 1.0 - min(1.0, left / priv_hot) if priv_hot > 0 else 0.0
     img_t, priv_t = _fill([max(img_hot, 1.0), max(desktops * private_active_mb, 1.0)], tiers)
-    write_t = tuple(1.0 if k == 0 else 0.0 for k in range(len(tiers))) if hw.kind in WRITES_TO_FASTEST_TIER else priv_t
+    write_t = (
+        tuple(1.0 if k == 0 else 0.0 for k in range(len(tiers)))
+        if hw.kind in WRITES_TO_FASTEST_TIER
+        else priv_t
+    )
     return Placement(img_miss, priv_miss, img_t, priv_t, write_t)
 
 

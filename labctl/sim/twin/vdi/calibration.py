@@ -56,7 +56,9 @@ class Study:
     def ok(self) -> bool:
         return all(c.ok is not False for c in self.checks)
 
-    def add(self, group: str, quantity: str, value: float, published: str, ok: bool | None, unit: str = "") -> None:
+    def add(
+        self, group: str, quantity: str, value: float, published: str, ok: bool | None, unit: str = ""
+    ) -> None:
         self.checks.append(Check(group, quantity, value, published, ok, unit))
 
 
@@ -119,19 +121,21 @@ def scale_out(vdi: VdiLab, suffix: str = "-b") -> VdiLab:
     datastores = dict(vdi.datastores)
     for n, d in vdi.datastores.items():
         if n not in shared:
-            datastores[n + suffix] = d.model_copy(update={"name": n + suffix, "array": d.array + suffix, "volume": d.volume + suffix})
+            datastores[n + suffix] = d.model_copy(
+                update={"name": n + suffix, "array": d.array + suffix, "volume": d.volume + suffix}
+            )
     hosts = dict(vdi.hosts)
-    for n, h in vdi.hosts.items():
-        hosts[n + suffix] = h.model_copy(update={"name": n + suffix})
+    for n, host in vdi.hosts.items():
+        hosts[n + suffix] = host.model_copy(update={"name": n + suffix})
     placement = dict(vdi.placement)
     pools = {}
     for n, p in vdi.pools.items():
         new = []
-        for d in p.desktops:
-            if d in vdi.placement:
-                pool, h, ds = vdi.placement[d]
-                placement[d + suffix] = (pool, h + suffix, ds + suffix if ds not in shared else ds)
-                new.append(d + suffix)
+        for name in p.desktops:
+            if name in vdi.placement:
+                pool, h, ds = vdi.placement[name]
+                placement[name + suffix] = (pool, h + suffix, ds + suffix if ds not in shared else ds)
+                new.append(name + suffix)
         pools[n] = p.model_copy(update={"desktops": (*p.desktops, *new)})
     launchers = (*vdi.launchers, *(ln.model_copy(update={"name": ln.name + suffix}) for ln in vdi.launchers))
     return vdi.model_copy(
@@ -149,7 +153,11 @@ def scale_out(vdi: VdiLab, suffix: str = "-b") -> VdiLab:
 def with_write_cache(vdi: VdiLab, mode: WriteCacheMode, ram_mb: float | None) -> VdiLab:
     pools = {
         n: p.model_copy(
-            update={"provisioning": p.provisioning.model_copy(update={"write_cache": mode, "ram_cache_mb": ram_mb})}
+            update={
+                "provisioning": p.provisioning.model_copy(
+                    update={"write_cache": mode, "ram_cache_mb": ram_mb}
+                )
+            }
         )
         for n, p in vdi.pools.items()
     }
@@ -177,9 +185,20 @@ TABLE7 = {
     "login": ((11.0, 13.0), 0.03, 23.0, 5.0),
     "steady": ((7.0, 8.0), 0.002, 1.0, 9.0),
 }
+
+
+@dataclass(frozen=True)
+class _Published:
+    desktops: int
+    steady: float  # IOPS
+    login_peak: float
+    boot_peak: float
+    login_min: tuple[float, float]  # all users logged on, minutes (0: "within")
+
+
 CONFIGS = {
-    1: {"desktops": 630, "steady": 4500.0, "login_peak": 6846.0, "boot_peak": 10000.0, "login_min": (20.0, 25.0)},
-    2: {"desktops": 1270, "steady": 9000.0, "login_peak": 12400.0, "boot_peak": 15000.0, "login_min": (0.0, 25.0)},
+    1: _Published(630, 4500.0, 6846.0, 10000.0, (20.0, 25.0)),
+    2: _Published(1270, 9000.0, 12400.0, 15000.0, (0.0, 25.0)),
 }
 BOOT_ALL_MIN_2 = (10.0, 12.0)  # 1,270 desktops booted in 10-12 minutes
 LOGIN_20PCT_MIN = 100.0  # "almost 100 minutes" with 20% pre-booted (630 desktops)
@@ -202,14 +221,18 @@ def _runs(vdi: VdiLab) -> _Runs:
 
 def calibrate_2012(vdi: VdiLab, lab_name: str, progress: Callable[[str], object] | None = None) -> Study:
     say = progress or (lambda _m: None)
-    st = Study("2012 EqualLogic paper, tables 5-7 (task workers, PVS, write cache on the device disk)", lab_name)
+    st = Study(
+        "2012 EqualLogic paper, tables 5-7 (task workers, PVS, write cache on the device disk)", lab_name
+    )
     arrays = list(dict.fromkeys(d.array for d in vdi.datastores.values()))
     one = subset_to_array(vdi, arrays[0]) if len(arrays) > 1 else vdi
     two = vdi if len(arrays) > 1 else scale_out(vdi)
     if len(arrays) > 1:
         st.notes.append(f"1 array: the lab's share on {arrays[0]} ({len(one.placement)} desktops)")
     else:
-        st.notes.append(f"2 arrays: the lab plus an identical array with its hosts and desktops ({len(two.placement)} desktops)")
+        st.notes.append(
+            f"2 arrays: the lab plus an identical array with its hosts and desktops ({len(two.placement)} desktops)"
+        )
     runs = {}
     for k, v in ((1, one), (2, two)):
         say(f"{k} array(s): boot and login storms of {len(v.placement)} desktops...")
@@ -223,7 +246,10 @@ def calibrate_2012(vdi: VdiLab, lab_name: str, progress: Callable[[str], object]
     phases = {
         "boot": (r1.boot.peak_iops() / n1, r1.boot.shares(0, r1.boot.marks["storm_end"])),
         "login": (r1.login.peak_iops(0, end1 + 60) / n1, r1.login.shares(0, end1)),
-        "steady": (r1.login.mean_iops(end1 + STEADY_FROM_S, end1 + STEADY_TO_S) / n1, r1.login.shares(end1 + STEADY_FROM_S, end1 + STEADY_TO_S)),
+        "steady": (
+            r1.login.mean_iops(end1 + STEADY_FROM_S, end1 + STEADY_TO_S) / n1,
+            r1.login.shares(end1 + STEADY_FROM_S, end1 + STEADY_TO_S),
+        ),
     }
     for ph, (iops, (share, rkb, wkb)) in phases.items():
         (lo, hi), p_share, p_rkb, p_wkb = TABLE7[ph]
@@ -238,30 +264,77 @@ def calibrate_2012(vdi: VdiLab, lab_name: str, progress: Callable[[str], object]
         g = f"{k} array{'s' if k > 1 else ''} ({r.login.desktops})"
         end = r.last_logon
         steady = r.login.mean_iops(end + STEADY_FROM_S, end + STEADY_TO_S)
-        st.add(g, "steady-state IOPS", steady, f"{c['steady']:,.0f}", _within(steady, c["steady"], 0.25))
-        st.add(g, "login storm peak IOPS", r.login.peak_iops(0, end + 60), f"{c['login_peak']:,.0f}", _within(r.login.peak_iops(0, end + 60), c["login_peak"], 0.25))
-        st.add(g, "boot storm peak IOPS", r.boot.peak_iops(), f"{c['boot_peak']:,.0f}", _within(r.boot.peak_iops(), c["boot_peak"], 0.25))
+        st.add(g, "steady-state IOPS", steady, f"{c.steady:,.0f}", _within(steady, c.steady, 0.25))
+        st.add(
+            g,
+            "login storm peak IOPS",
+            r.login.peak_iops(0, end + 60),
+            f"{c.login_peak:,.0f}",
+            _within(r.login.peak_iops(0, end + 60), c.login_peak, 0.25),
+        )
+        st.add(
+            g,
+            "boot storm peak IOPS",
+            r.boot.peak_iops(),
+            f"{c.boot_peak:,.0f}",
+            _within(r.boot.peak_iops(), c.boot_peak, 0.25),
+        )
         lat = max(r.boot.max_latency_ms(), r.login.max_latency_ms())
         st.add(g, "array latency, worst 10 s", lat, f"< ~{LATENCY_MAX_MS:g} ms", lat < LATENCY_MAX_MS, "ms")
-        lo, hi = c["login_min"]
+        lo, hi = c.login_min
         pub = f"{lo:g}-{hi:g} min" if lo else f"within {hi:g} min"
-        st.add(g, "all users logged on (100% pre-booted)", end / 60, pub, _in_range(end / 60, lo or end / 60, hi, 0.1), "min")
+        st.add(
+            g,
+            "all users logged on (100% pre-booted)",
+            end / 60,
+            pub,
+            _in_range(end / 60, lo or end / 60, hi, 0.1),
+            "min",
+        )
         if k == 2:
             boot_min = r.boot.marks["storm_end"] / 60
-            st.add(g, "boot storm over (all booted)", boot_min, f"{BOOT_ALL_MIN_2[0]:g}-{BOOT_ALL_MIN_2[1]:g} min", _in_range(boot_min, *BOOT_ALL_MIN_2, 0.1), "min")
+            st.add(
+                g,
+                "boot storm over (all booted)",
+                boot_min,
+                f"{BOOT_ALL_MIN_2[0]:g}-{BOOT_ALL_MIN_2[1]:g} min",
+                _in_range(boot_min, *BOOT_ALL_MIN_2, 0.1),
+                "min",
+            )
         cpu = max(max(r.boot.series.host_cpu_pct_max), max(r.login.series.host_cpu_pct_max))
         st.add(g, "host CPU, busiest host", cpu, "< 95%", cpu < 95.0, "%")
         mem = max(r.login.series.host_mem_pct_max)
-        st.add(g, "host memory used", mem, "< 50%, no ballooning", mem < 50.0 and max(r.login.series.balloon_mb) == 0, "%")
+        st.add(
+            g,
+            "host memory used",
+            mem,
+            "< 50%, no ballooning",
+            mem < 50.0 and max(r.login.series.balloon_mb) == 0,
+            "%",
+        )
     g = f"1 array, 20% pre-booted ({pre20.desktops})"
     m20 = pre20.marks["last_logon"] / 60
-    st.add(g, "all users logged on", m20, f"almost {LOGIN_20PCT_MIN:g} min", _in_range(m20, LOGIN_20PCT_MIN * 0.8, LOGIN_20PCT_MIN, 0.1), "min")
+    st.add(
+        g,
+        "all users logged on",
+        m20,
+        f"almost {LOGIN_20PCT_MIN:g} min",
+        _in_range(m20, LOGIN_20PCT_MIN * 0.8, LOGIN_20PCT_MIN, 0.1),
+        "min",
+    )
     ratio = pre20.marks["last_logon"] / max(r1.last_logon, 1.0)
     st.add(g, "20% vs 100% pre-booted logon time", ratio, "~4-5x", _in_range(ratio, 4.0, 5.0, 0.2), "x")
-    scale = runs[2].login.mean_iops(runs[2].last_logon + STEADY_FROM_S, runs[2].last_logon + STEADY_TO_S) / max(
-        r1.login.mean_iops(end1 + STEADY_FROM_S, end1 + STEADY_TO_S), 1.0
+    scale = runs[2].login.mean_iops(
+        runs[2].last_logon + STEADY_FROM_S, runs[2].last_logon + STEADY_TO_S
+    ) / max(r1.login.mean_iops(end1 + STEADY_FROM_S, end1 + STEADY_TO_S), 1.0)
+    st.add(
+        "scale-out",
+        "steady IOPS, 2 arrays / 1 array",
+        scale,
+        "~2 (linear)",
+        _in_range(scale, 1.9, 2.1, 0.05),
+        "x",
     )
-    st.add("scale-out", "steady IOPS, 2 arrays / 1 array", scale, "~2 (linear)", _in_range(scale, 1.9, 2.1, 0.05), "x")
     st.wall_s = sum(x.boot.wall_s + x.login.wall_s for x in runs.values()) + pre20.wall_s
     return st
 
@@ -270,9 +343,24 @@ def calibrate_2012(vdi: VdiLab, lab_name: str, progress: Callable[[str], object]
 
 # (mode label, write-cache mode, RAM MB) x (Standard, Enhanced, Professional): ESXi rows of the post.
 MODES_2014 = (
-    ("device disk", WriteCacheMode.DEVICE_DISK, None, {"task": (5.0,), "knowledge": (8.0,), "power": (9.1, 11.7)}),
-    ("RAM 256 MB + overflow", WriteCacheMode.DEVICE_RAM_OVERFLOW, 256.0, {"task": (0.4,), "knowledge": (1.2,), "power": (1.9,)}),
-    ("RAM 512 MB + overflow", WriteCacheMode.DEVICE_RAM_OVERFLOW, 512.0, {"task": (0.3,), "knowledge": (0.2,), "power": (0.3,)}),
+    (
+        "device disk",
+        WriteCacheMode.DEVICE_DISK,
+        None,
+        {"task": (5.0,), "knowledge": (8.0,), "power": (9.1, 11.7)},
+    ),
+    (
+        "RAM 256 MB + overflow",
+        WriteCacheMode.DEVICE_RAM_OVERFLOW,
+        256.0,
+        {"task": (0.4,), "knowledge": (1.2,), "power": (1.9,)},
+    ),
+    (
+        "RAM 512 MB + overflow",
+        WriteCacheMode.DEVICE_RAM_OVERFLOW,
+        512.0,
+        {"task": (0.3,), "knowledge": (0.2,), "power": (0.3,)},
+    ),
 )
 PROFILE = {"task": "Standard", "knowledge": "Enhanced", "power": "Professional"}
 
@@ -291,7 +379,14 @@ def host_iops_per_user(vdi: VdiLab) -> dict[str, float]:
     """One VSI-style test: every desktop pre-booted, sessions over 48 minutes, 30 minutes of work;
     datastore I/Os per second each host issued, per user of its pool, first logon to the end."""
     order = _interleaved(vdi)
-    ordered = vdi.model_copy(update={"pools": {n: p.model_copy(update={"desktops": tuple(d for d in order if d in set(p.desktops))}) for n, p in vdi.pools.items()}})
+    ordered = vdi.model_copy(
+        update={
+            "pools": {
+                n: p.model_copy(update={"desktops": tuple(d for d in order if d in set(p.desktops))})
+                for n, p in vdi.pools.items()
+            }
+        }
+    )
     n = len(order)
     r = login_storm(ordered, rate_per_s=n / VSI_LAUNCH_WINDOW_S, steady_s=VSI_STEADY_S, order=order)
     out = {}
@@ -323,8 +418,22 @@ def calibrate_2014(vdi: VdiLab, lab_name: str, progress: Callable[[str], object]
             st.add(label, f"{PROFILE.get(wl, wl)} ({wl})", value, text, ok, "IOPS/user")
     for wl in got["device disk"]:
         disk, r256, r512 = (got[m[0]][wl] for m in MODES_2014)
-        st.add("directions", f"{PROFILE.get(wl, wl)}: RAM 256 MB vs device disk", disk / max(r256, 1e-9), "far fewer (>= 3x)", disk >= 3 * r256, "x")
-        st.add("directions", f"{PROFILE.get(wl, wl)}: 512 MB <= 256 MB", r512, f"<= {r256:.2f}", r512 <= r256 + 1e-9, "IOPS/user")
+        st.add(
+            "directions",
+            f"{PROFILE.get(wl, wl)}: RAM 256 MB vs device disk",
+            disk / max(r256, 1e-9),
+            "far fewer (>= 3x)",
+            disk >= 3 * r256,
+            "x",
+        )
+        st.add(
+            "directions",
+            f"{PROFILE.get(wl, wl)}: 512 MB <= 256 MB",
+            r512,
+            f"<= {r256:.2f}",
+            r512 <= r256 + 1e-9,
+            "IOPS/user",
+        )
     st.wall_s = time.perf_counter() - t0
     return st
 
@@ -355,11 +464,18 @@ def figures(vdi: VdiLab, lab_name: str, progress: Callable[[str], object] | None
     steady = lg.mean_iops(end + STEADY_FROM_S, end + STEADY_TO_S)
     st.add(g, "steady-state IOPS", steady, "-", None)
     st.add(g, "steady IOPS per desktop", steady / n, "-", None)
-    share, rkb, wkb = lg.shares(end + STEADY_FROM_S, end + STEADY_TO_S)
+    share, _rkb, _wkb = lg.shares(end + STEADY_FROM_S, end + STEADY_TO_S)
     st.add(g, "steady read share", 100 * share, "-", None, "%")
     st.add(g, "array latency, worst 10 s", max(b.max_latency_ms(), lg.max_latency_ms()), "-", None, "ms")
     st.add(g, "mean logon", float(np.mean(lg.login_s)) if lg.login_s else math.nan, "-", None, "s")
-    st.add(g, "host CPU, busiest host", max(max(b.series.host_cpu_pct_max), max(lg.series.host_cpu_pct_max)), "-", None, "%")
+    st.add(
+        g,
+        "host CPU, busiest host",
+        max(max(b.series.host_cpu_pct_max), max(lg.series.host_cpu_pct_max)),
+        "-",
+        None,
+        "%",
+    )
     st.add(g, "host memory used", max(lg.series.host_mem_pct_max), "-", None, "%")
     st.wall_s = b.wall_s + lg.wall_s
     return st

@@ -41,7 +41,9 @@ def default_array(name: str, kind: str) -> ArrayHardware:
         kind=kind,
         model="(not described in the inventory)",
         controllers=names.get(kind, ("cm0", "cm1")),
-        controller_mode=ControllerMode.ACTIVE_STANDBY if kind == "equallogic" else ControllerMode.ACTIVE_ACTIVE,
+        controller_mode=ControllerMode.ACTIVE_STANDBY
+        if kind == "equallogic"
+        else ControllerMode.ACTIVE_ACTIVE,
         cache_gb=16.0,
         write_cache_mb=None,
         controller_max_iops=None,
@@ -122,10 +124,18 @@ def vdi_of(lab: Lab) -> VdiLab | None:
         for a in lab.storage.values():
             arrays.setdefault(a.name, default_array(a.name, a.kind.value))
             for lun in a.luns or (f"{a.name}-ds",):
-                datastores[lun] = Datastore(name=lun, array=a.name, volume=lun, capacity_gb=DEFAULT_DATASTORE_GB, cluster=None)
+                datastores[lun] = Datastore(
+                    name=lun, array=a.name, volume=lun, capacity_gb=DEFAULT_DATASTORE_GB, cluster=None
+                )
         if not datastores:  # no array at all: the hosts' own disks
             arrays[_LOCAL_ARRAY] = default_array(_LOCAL_ARRAY, "local")
-            datastores["local-ds"] = Datastore(name="local-ds", array=_LOCAL_ARRAY, volume="local-ds", capacity_gb=DEFAULT_DATASTORE_GB, cluster=None)
+            datastores["local-ds"] = Datastore(
+                name="local-ds",
+                array=_LOCAL_ARRAY,
+                volume="local-ds",
+                capacity_gb=DEFAULT_DATASTORE_GB,
+                cluster=None,
+            )
     stores = list(datastores)
     placement = dict(vdi.placement) if vdi is not None else {}
     for k, (m, h) in enumerate(zip(loose, _place(loose, hosts), strict=True)):
@@ -173,4 +183,3 @@ def vdi_of(lab: Lab) -> VdiLab | None:
             "placement": placement,
         }
     )
-

@@ -87,7 +87,9 @@ class OpLog:
     response: np.ndarray = field(default_factory=lambda: np.zeros(0))
     n: int = 0
 
-    def append(self, session: np.ndarray, index: np.ndarray, op: np.ndarray, start: np.ndarray, resp: np.ndarray) -> None:
+    def append(
+        self, session: np.ndarray, index: np.ndarray, op: np.ndarray, start: np.ndarray, resp: np.ndarray
+    ) -> None:
         k = session.size
         if self.n + k > self.session.size:
             cap = max(1024, 2 * (self.n + k))
@@ -97,7 +99,13 @@ class OpLog:
                 new[: self.n] = old[: self.n]
                 setattr(self, name, new)
         sl = slice(self.n, self.n + k)
-        self.session[sl], self.index[sl], self.op[sl], self.start[sl], self.response[sl] = session, index, op, start, resp
+        self.session[sl], self.index[sl], self.op[sl], self.start[sl], self.response[sl] = (
+            session,
+            index,
+            op,
+            start,
+            resp,
+        )
         self.n += k
 
 
@@ -125,7 +133,11 @@ class _ClassIo:
 
 class VdiModel:
     def __init__(
-        self, vdi: VdiLab, start_t: float = 0.0, faults: FaultBook | None = None, fault_delays_s: tuple[float, ...] = ()
+        self,
+        vdi: VdiLab,
+        start_t: float = 0.0,
+        faults: FaultBook | None = None,
+        fault_delays_s: tuple[float, ...] = (),
     ):
         """``fault_delays_s``: the inventory's fault delays (``after_s``), so steps land on them."""
         self.vdi = vdi
@@ -176,13 +188,24 @@ class VdiModel:
         self.vm_rx, self.vm_tx = z(n), z(n)
         self.vm_reads, self.vm_writes, self.vm_rbytes, self.vm_wbytes = z(n), z(n), z(n), z(n)
         self.vm_rlat, self.vm_wlat = z(n), z(n)
-        self.host_cpu, self.host_mem_consumed, self.host_mem_active, self.host_balloon = z(h), z(h), z(h), z(h)
+        self.host_cpu, self.host_mem_consumed, self.host_mem_active, self.host_balloon = (
+            z(h),
+            z(h),
+            z(h),
+            z(h),
+        )
         self.host_rx, self.host_tx = z(h), z(h)
         self.host_maint = np.zeros(h, dtype=bool)
         self.hd = {k: z(h * d) for k in ("reads", "writes", "rbytes", "wbytes", "rlat", "wlat")}
         self.ds_tot = {k: z(d) for k in ("reads", "writes", "rbytes", "wbytes", "rlat", "wlat")}
         self.vol = {k: z(d) for k in ("reads", "writes", "rbytes", "wbytes", "rresp", "wresp", "queue")}
-        self.st_reads, self.st_writes, self.st_rbytes, self.st_wbytes, self.st_busy = z(s), z(s), z(s), z(s), z(s)
+        self.st_reads, self.st_writes, self.st_rbytes, self.st_wbytes, self.st_busy = (
+            z(s),
+            z(s),
+            z(s),
+            z(s),
+            z(s),
+        )
         self.ds_full = np.zeros(d, dtype=bool)
         # --- arrays ---
         self.dirty = z(a)  # bytes
@@ -262,7 +285,11 @@ class VdiModel:
     def _end_sessions(self, idx: np.ndarray, why: str) -> None:
         for i in idx[self.session_of[idx] >= 0]:
             rec = self.sessions[int(self.session_of[i])]
-            if rec.state in (SessionStateCode.LOGGING_IN, SessionStateCode.ACTIVE, SessionStateCode.LOGGING_OFF):
+            if rec.state in (
+                SessionStateCode.LOGGING_IN,
+                SessionStateCode.ACTIVE,
+                SessionStateCode.LOGGING_OFF,
+            ):
                 done = rec.state == SessionStateCode.LOGGING_OFF
                 rec.state = SessionStateCode.ENDED if done else SessionStateCode.FAILED
                 rec.failed = None if done else why
@@ -317,7 +344,12 @@ class VdiModel:
     def available(self) -> np.ndarray:
         ph = self.phase
         idle = (ph == _SETTLE) | (ph == _IDLE)
-        return idle & ~self.stunned & (self.session_of < 0) & (self.os_up_t <= self.t - self.p.vda_registration_s + 1e-9)
+        return (
+            idle
+            & ~self.stunned
+            & (self.session_of < 0)
+            & (self.os_up_t <= self.t - self.p.vda_registration_s + 1e-9)
+        )
 
     # --- time --------------------------------------------------------------------------------------
     def advance_to(self, t: float) -> None:
@@ -353,7 +385,7 @@ class VdiModel:
             return
         self._check_faults()
         self._timed_transitions()
-        topo, p, tm = self.topo, self.p, self.tm
+        _topo, _p, _tm = self.topo, self.p, self.tm
         ph = self.phase
         on = _ON[ph]
         connecting = (ph == _LOGIN) & np.isfinite(self.until)
@@ -388,7 +420,7 @@ class VdiModel:
         _, first, inv, cnt_i = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
         cnt = cnt_i.astype(float)
         rows = act[first]
-        tr, connecting = tr_all[first], conn_all[first]
+        tr, _connecting = tr_all[first], conn_all[first]
         C = rows.size
         pi = topo.pool_of[rows]
         n_img, n_priv, n_w = tm.n_img[pi, tr], tm.n_priv[pi, tr], tm.n_w[pi, tr]
@@ -500,12 +532,31 @@ class VdiModel:
         r_priv = fix_priv + (v_priv * (wait + svc_priv)).sum(axis=1)
         r_w = fix_w + (v_w * (wait + svc_w)).sum(axis=1)
         rate = sol.rate
-        self.rate[act], self.r_img[act], self.r_priv[act], self.r_w[act] = rate[inv], r_img[inv], r_priv[inv], r_w[inv]
+        self.rate[act], self.r_img[act], self.r_priv[act], self.r_w[act] = (
+            rate[inv],
+            r_img[inv],
+            r_priv[inv],
+            r_w[inv],
+        )
         x_img, x_priv, x_w = rate * n_img / n_tot, rate * n_priv / n_tot, rate * n_w / n_tot
 
         io = _ClassIo(
-            act, inv, cnt, rows, st, wait, (x_img, x_priv, x_w), (v_img, v_priv, v_w), (svc_img, svc_priv, svc_w),
-            (r_img, r_priv, r_w), (kb_img, kb_priv, kb_w), ctrl, clone, full, a_d, a_i,
+            act,
+            inv,
+            cnt,
+            rows,
+            st,
+            wait,
+            (x_img, x_priv, x_w),
+            (v_img, v_priv, v_w),
+            (svc_img, svc_priv, svc_w),
+            (r_img, r_priv, r_w),
+            (kb_img, kb_priv, kb_w),
+            ctrl,
+            clone,
+            full,
+            a_d,
+            a_i,
         )
         self._count_io(io, dt)
         self._arrays_step(dt, sol.util, io)
@@ -514,7 +565,9 @@ class VdiModel:
         if len(topo.pvs):
             miss_mb = x_img * miss_pvs * kb_img / 1024.0 * dt * cnt
             add = np.bincount(np.maximum(topo.pvs_of[rows], 0), miss_mb, len(topo.pvs))
-            self.pvs_cached_mb = np.minimum(self.pvs_cached_mb + add, np.minimum(topo.pvs_cache_cap_mb, p.image_hot_mb))
+            self.pvs_cached_mb = np.minimum(
+                self.pvs_cached_mb + add, np.minimum(topo.pvs_cache_cap_mb, p.image_hot_mb)
+            )
         new_all = np.maximum(0.0, 1.0 - F_all / cap[inv])
         self.footprint_mb[act] = F_all + (x_w * kb_w)[inv] / 1024.0 * dt * new_all
         # --- progress ---
@@ -550,7 +603,9 @@ class VdiModel:
         rb_host = rb_d + rd_i_host * kb_img * KB
         wb_d = wr_d * kb_w * KB
         wb_i = wr_i * kb_w * KB
-        lat_rd = np.where(io.full, r_img, 0.0) * x_img * v_img[:, _DCTRL] + r_priv * x_priv * v_priv[:, _DCTRL]
+        lat_rd = (
+            np.where(io.full, r_img, 0.0) * x_img * v_img[:, _DCTRL] + r_priv * x_priv * v_priv[:, _DCTRL]
+        )
         lat_r_host = lat_rd + rd_i_host * r_img
         # per-VM disk counters (datastore level, as ESXi counts them)
         self.vm_reads[act] += ((rd_d + rd_i_host) * dt)[inv]
@@ -603,7 +658,11 @@ class VdiModel:
         # stations: visits and bytes by kind (tier visits are drive I/Os)
         ns = topo.n_st
         flat = io.st.ravel()
-        for x, v, kb, is_w in ((x_img, v_img, kb_img, False), (x_priv, v_priv, kb_priv, False), (x_w, v_w, kb_w, True)):
+        for x, v, kb, is_w in (
+            (x_img, v_img, kb_img, False),
+            (x_priv, v_priv, kb_priv, False),
+            (x_w, v_w, kb_w, True),
+        ):
             ios = ((x * k)[:, None] * v).ravel()
             cnt_st = np.bincount(flat, ios, ns)
             byt = np.bincount(flat, ios * np.repeat(kb, N_ROLES) * KB, ns)
@@ -622,7 +681,16 @@ class VdiModel:
         self.host_rx += np.bincount(hosts, (rb_host + pvs_rx) * k, h)
         self.host_tx += np.bincount(hosts, (wb_d + srv_tx) * k, h)
 
-    def _ctrl_fixed(self, a_d, a_i, ds, img, v_img, v_priv, v_w):  # type: ignore[no-untyped-def]
+    def _ctrl_fixed(
+        self,
+        a_d: np.ndarray,
+        a_i: np.ndarray,
+        ds: np.ndarray,
+        img: np.ndarray,
+        v_img: np.ndarray,
+        v_priv: np.ndarray,
+        v_w: np.ndarray,
+    ) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
         """Controller processing and failover stall per I/O kind, (D side, I side)."""
         stall = np.maximum(self.stall_until - self.t, 0.0)
         s_d, s_i = stall[ds], np.where(img >= 0, stall[np.maximum(img, 0)], 0.0)
@@ -644,7 +712,9 @@ class VdiModel:
         x_w, v_w, kb_w = io.x[2] * io.cnt, io.v[2], io.kb[2]
         into_d, into_i = x_w * v_w[:, _DCTRL], x_w * v_w[:, _ICTRL]
         w_ios = np.bincount(io.a_d, into_d, na + 1)[:na] + np.bincount(io.a_i, into_i, na + 1)[:na]
-        w_kb = np.bincount(io.a_d, into_d * kb_w, na + 1)[:na] + np.bincount(io.a_i, into_i * kb_w, na + 1)[:na]
+        w_kb = (
+            np.bincount(io.a_d, into_d * kb_w, na + 1)[:na] + np.bincount(io.a_i, into_i * kb_w, na + 1)[:na]
+        )
         for a, am in enumerate(topo.arrays):
             kb = w_kb[a] / w_ios[a] if w_ios[a] > 0 else 8.0
             sync = bool(self.sync[a] or self.write_through[a])
@@ -660,7 +730,9 @@ class VdiModel:
                 cap_ios = min(cap_ios, free * t.servers / (t.penalty * svc) / share)
             if sync:
                 # writes wait for the drives; back to write-back once the drives are not saturated
-                tier_util = max((util[am.tier_st[k]] for k in range(len(am.tiers)) if self.tiers_w[a, k] > 0), default=0.0)
+                tier_util = max(
+                    (util[am.tier_st[k]] for k in range(len(am.tiers)) if self.tiers_w[a, k] > 0), default=0.0
+                )
                 if self.sync[a] and tier_util < 0.8:
                     self.sync[a] = False
                     self.dirty[a] = 0.9 * self.wc_cap[a]
@@ -672,7 +744,9 @@ class VdiModel:
                 destage = cap_ios
             elif self.dirty[a] > 0:
                 destage = min(destage, incoming + 0.9 * (cap_ios - incoming))
-            self.dirty[a] = float(np.clip(self.dirty[a] + (incoming - destage) * kb * KB * dt, 0.0, self.wc_cap[a]))
+            self.dirty[a] = float(
+                np.clip(self.dirty[a] + (incoming - destage) * kb * KB * dt, 0.0, self.wc_cap[a])
+            )
             if self.dirty[a] >= self.wc_cap[a] * (1 - 1e-9) and incoming > cap_ios:
                 self.sync[a] = True  # from the next step writes are drive I/Os of the closed loop
                 continue
@@ -685,7 +759,9 @@ class VdiModel:
                 self.open_rho[stn] = drive_ios * t.io_s(kb) / t.servers
                 self.st_writes[stn] += drive_ios * dt
                 self.st_wbytes[stn] += drive_ios * kb * KB * dt
-        self.st_busy += (np.minimum(util, 1.0) + self.open_rho) * topo.parallel * dt * (np.arange(topo.n_st) > 0)
+        self.st_busy += (
+            (np.minimum(util, 1.0) + self.open_rho) * topo.parallel * dt * (np.arange(topo.n_st) > 0)
+        )
 
     # --- hosts: CPU, memory, network ---------------------------------------------------------------
     def _hosts_step(self, on: np.ndarray, tr: np.ndarray, dt: float, rates: np.ndarray) -> None:
@@ -716,7 +792,9 @@ class VdiModel:
         excess = np.maximum(0.0, host_need - limit)
         idle_mem = np.maximum(in_use - active, 0.0)
         idle_host = np.bincount(hosts, idle_mem, h)
-        balloon = np.where(idle_host[hosts] > 0, excess[hosts] * idle_mem / np.maximum(idle_host[hosts], 1e-9), 0.0)
+        balloon = np.where(
+            idle_host[hosts] > 0, excess[hosts] * idle_mem / np.maximum(idle_host[hosts], 1e-9), 0.0
+        )
         balloon = np.minimum(balloon, 0.65 * self.ram_mb * on)
         consumed = consumed - balloon
         self.vm_consumed_mb, self.vm_active_mb, self.vm_balloon_mb = consumed, active, balloon
@@ -760,7 +838,11 @@ class VdiModel:
     def _failing_logons(self) -> None:
         """Logons that fail (fault session_login_fails) give up at their time."""
         for rec in self._failing:
-            if rec.fail_at is not None and rec.fail_at <= self.t + 1e-9 and rec.state == SessionStateCode.LOGGING_IN:
+            if (
+                rec.fail_at is not None
+                and rec.fail_at <= self.t + 1e-9
+                and rec.state == SessionStateCode.LOGGING_IN
+            ):
                 rec.state, rec.failed, rec.ended, rec.fail_at = (
                     SessionStateCode.FAILED,
                     "the logon failed: the desktop rejected the user (fault session_login_fails)",
@@ -829,7 +911,16 @@ class VdiModel:
         else:
             self._enter(logoff, _IDLE)
 
-    def _sessions_ops(self, act, x_old, adv, dt, r_img, r_priv, r_w) -> None:  # type: ignore[no-untyped-def]
+    def _sessions_ops(
+        self,
+        act: np.ndarray,
+        x_old: np.ndarray,
+        adv: np.ndarray,
+        dt: float,
+        r_img: np.ndarray,
+        r_priv: np.ndarray,
+        r_w: np.ndarray,
+    ) -> None:
         """Operations whose place in the loop the desktop passed this step: record their response times."""
         tm = self.tm
         sel = (self.phase[act] == _WORK) & (self.session_of[act] >= 0)
@@ -853,7 +944,12 @@ class VdiModel:
             h = self.topo.host_of[i]
             resp = (
                 tm.op_cpu_s[p_i, j] * self.stretch[h]
-                + (tm.op_img[p_i, j] * r_img[kk] + tm.op_priv[p_i, j] * r_priv[kk] + tm.op_w[p_i, j] * r_w[kk]) / window
+                + (
+                    tm.op_img[p_i, j] * r_img[kk]
+                    + tm.op_priv[p_i, j] * r_priv[kk]
+                    + tm.op_w[p_i, j] * r_w[kk]
+                )
+                / window
                 + self.p.network_rtt_ms / 1e3
             )
             sids = self.session_of[i]
@@ -869,6 +965,7 @@ class VdiModel:
         if fb is None:
             return
         topo = self.topo
+
         def due(kind: FaultKind, target: str) -> bool:
             # the fault's delay counts in model time: a lazily advanced model crosses it at its step
             f = fb.spec(kind, target)
@@ -892,7 +989,10 @@ class VdiModel:
         if len(am.ctrls) < 2:
             return
         owners = {int(c) for j, c in enumerate(topo.ds_ctrl) if int(topo.ds_array[j]) == a}
-        load = [float(self.st_reads[st] + self.st_writes[st]) if k in owners else -1.0 for k, st in enumerate(am.ctrls)]
+        load = [
+            float(self.st_reads[st] + self.st_writes[st]) if k in owners else -1.0
+            for k, st in enumerate(am.ctrls)
+        ]
         victim = int(np.argmax(load))
         peer = next(k for k in range(len(am.ctrls)) if k != victim and not self.ctrl_failed[a][k])
         self.ctrl_failed[a][victim] = True
@@ -910,7 +1010,11 @@ class VdiModel:
         if not on:
             return
         cluster = topo.hosts[h].cluster
-        others = [i for i, hh in enumerate(topo.hosts) if hh.cluster == cluster and i != h and not self.host_maint[i]]
+        others = [
+            i
+            for i, hh in enumerate(topo.hosts)
+            if hh.cluster == cluster and i != h and not self.host_maint[i]
+        ]
         if not others:
             return
         mine = np.flatnonzero(topo.host_of == h)

@@ -49,7 +49,9 @@ class T(IntEnum):
 
 N_T = len(T)
 # desktop phase -> template row (non-I/O phases map to IDLE and are masked out)
-PHASE_T = np.array([T.IDLE, T.IDLE, T.BOOT, T.SETTLE, T.IDLE, T.LOGIN, T.WORK, T.LOGOFF, T.IDLE], dtype=np.int64)
+PHASE_T = np.array(
+    [T.IDLE, T.IDLE, T.BOOT, T.SETTLE, T.IDLE, T.LOGIN, T.WORK, T.LOGOFF, T.IDLE], dtype=np.int64
+)
 
 _FIELDS = (
     "n_img",  # image reads per pass of the phase (one loop for WORK, one local_s cycle for IDLE)
@@ -115,7 +117,9 @@ def _phase_row(g: GuestPhase) -> dict[str, float]:
     }
 
 
-def _work_row(w: Workload, core_mhz: float, first: GuestPhase | None = None, factor: float = 1.0) -> dict[str, float]:
+def _work_row(
+    w: Workload, core_mhz: float, first: GuestPhase | None = None, factor: float = 1.0
+) -> dict[str, float]:
     """One workload loop: the background over the think times plus the operations' own work.
 
     The first loop of a session (``first`` given) launches every application for the first time: it
@@ -131,7 +135,12 @@ def _work_row(w: Workload, core_mhz: float, first: GuestPhase | None = None, fac
     kb_priv, kb_w = w.private_read_kb, w.write_kb
     if first is not None:
         extra_w = (factor - 1.0) * n_w
-        extra_priv = extra_w * first.private_read_mb / first.private_read_kb / max(first.write_mb / first.write_kb, 1e-9)
+        extra_priv = (
+            extra_w
+            * first.private_read_mb
+            / first.private_read_kb
+            / max(first.write_mb / first.write_kb, 1e-9)
+        )
         kb_w = (n_w * kb_w + extra_w * first.write_kb) / (n_w + extra_w)
         kb_priv = (n_priv * kb_priv + extra_priv * first.private_read_kb) / max(n_priv + extra_priv, 1e-9)
         n_img, n_priv, n_w = n_img * factor, n_priv + extra_priv, n_w + extra_w

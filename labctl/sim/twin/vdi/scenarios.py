@@ -174,7 +174,9 @@ def _run(m: VdiModel, sampler: Sampler, until: float, tick: float) -> None:
         sampler.maybe_sample()
 
 
-def boot_storm(vdi: VdiLab, desktops: int | None = None, sample_s: float = SAMPLE_S, tail_s: float = 120.0) -> Result:
+def boot_storm(
+    vdi: VdiLab, desktops: int | None = None, sample_s: float = SAMPLE_S, tail_s: float = 120.0
+) -> Result:
     """Power every desktop on (or the first ``desktops``) as vCenter does: ``vcenter_power_ops_per_s``.
 
     Marks: ``dispatched`` (last power-on), ``all_up`` (last guest up), ``all_registered``,
@@ -256,10 +258,10 @@ def login_storm(
     launchers: list[_Launcher] = []
     if rate_per_s is None:
         left = total
-        for ln in vdi.launchers:
-            take = min(ln.sessions, left)
+        for spec in vdi.launchers:
+            take = min(spec.sessions, left)
             if take > 0:
-                launchers.append(_Launcher(ln.name, take))
+                launchers.append(_Launcher(spec.name, take))
             left -= take
         if left > 0 or not launchers:
             rate_per_s = 1.0  # no launchers declared for all: one session per second

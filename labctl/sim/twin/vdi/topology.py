@@ -125,11 +125,17 @@ class Topology:
         st[:, Role.ICTRL] = np.where(has_img, ctrl_st[img], 0)
         st[:, list(I_TIERS)] = tier_st[a_i]
         streamed = self.pvs_of >= 0
-        st[:, Role.PNIC] = np.where(streamed, self.pvs_nic[np.maximum(self.pvs_of, 0)] if len(self.pvs) else 0, 0)
-        st[:, Role.PCPU] = np.where(streamed, self.pvs_cpu[np.maximum(self.pvs_of, 0)] if len(self.pvs) else 0, 0)
+        st[:, Role.PNIC] = np.where(
+            streamed, self.pvs_nic[np.maximum(self.pvs_of, 0)] if len(self.pvs) else 0, 0
+        )
+        st[:, Role.PCPU] = np.where(
+            streamed, self.pvs_cpu[np.maximum(self.pvs_of, 0)] if len(self.pvs) else 0, 0
+        )
         self.station = st
         keys = np.stack([self.pool_of, self.host_of, self.ds_of, self.pvs_of + 1, self.img_ds + 1], axis=1)
-        self.static_class = np.unique(keys, axis=0, return_inverse=True)[1].ravel() if n else np.zeros(0, dtype=np.int64)
+        self.static_class = (
+            np.unique(keys, axis=0, return_inverse=True)[1].ravel() if n else np.zeros(0, dtype=np.int64)
+        )
 
     def _ctrl_station_of_ds(self) -> np.ndarray:
         return np.array([self.arrays[a].ctrls[c] for a, c in zip(self.ds_array, self.ds_ctrl, strict=True)])
@@ -191,10 +197,11 @@ def build_topology(vdi: VdiLab) -> Topology:
             if prov.kind is ProvisioningKind.PVS:
                 s = servers[k % len(servers)]
                 pvs_of.append(s)
+                # reads go to the vDisk's store; with the cache on the server, its store holds them too
+                wc_store = pvs[s].write_cache_datastore
+                on_server = prov.write_cache is WriteCacheMode.SERVER and wc_store is not None
                 img_ds.append(
-                    ds_i[pvs[s].write_cache_datastore]  # type: ignore[index]
-                    if prov.write_cache is WriteCacheMode.SERVER and pvs[s].write_cache_datastore
-                    else ds_i[pvs[s].vdisk_datastore]
+                    ds_i[wc_store] if on_server and wc_store is not None else ds_i[pvs[s].vdisk_datastore]
                 )
                 m = {
                     WriteCacheMode.DEVICE_DISK: Mode.PVS_DISK,

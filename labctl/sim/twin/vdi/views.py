@@ -135,7 +135,9 @@ def datastore_used_gb(m: VdiModel) -> np.ndarray:
     """Allocated space per datastore: each desktop's disk plus shared image copies."""
     topo = m.topo
     nd = len(topo.datastores)
-    per_desktop = np.array([topo.pools[int(p)].provisioning.disk_gb() for p in topo.pool_of]) if m.n else np.zeros(0)
+    per_desktop = (
+        np.array([topo.pools[int(p)].provisioning.disk_gb() for p in topo.pool_of]) if m.n else np.zeros(0)
+    )
     used = np.bincount(topo.ds_of, per_desktop, nd) if m.n else np.zeros(nd)
     for pool in topo.pools:
         if pool.provisioning.kind.value in ("linked_clone", "mcs"):
