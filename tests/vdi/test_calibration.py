@@ -130,3 +130,11 @@ def test_a_lab_no_study_matches_gets_figures_without_verdicts(tmp_path: Path) ->
     assert res.exit_code == 0, res.output
     assert "no published study matches" in res.output and "no verdicts" in res.output
     assert "steady-state IOPS" in res.output
+
+
+def test_every_twin_parameter_is_documented_in_the_readme() -> None:
+    from labctl.inventory.vdi_params import VdiTwinParameters
+
+    readme = (ROOT / "labctl" / "sim" / "twin" / "vdi" / "README.md").read_text()
+    missing = [name for name in VdiTwinParameters.model_fields if f"`{name}`" not in readme]
+    assert not missing, f"document these in labctl/sim/twin/vdi/README.md: {missing}"
