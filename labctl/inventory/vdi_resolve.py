@@ -11,7 +11,7 @@ Everything is linear in the number of desktops: a 3,000-desktop lab resolves in 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 
 from labctl.inventory.model import (
@@ -101,6 +101,22 @@ class VdiResolver:
             self.add(loc, str(exc), exc.fix)
             return []
 
+    def _ips(self, first: str | None, count: int, loc: Loc) -> list[str | None]:
+        """A range's addresses (one each, counted up from ``first``), or none when not given or bad."""
+        if first and count:
+            try:
+                return list(expand_ips(first, count))
+            except RangeError as exc:
+                self.add((*loc, "ip"), str(exc), exc.fix)
+        return [None] * count
+
+    def _taken(self, name: str, taken: Container[str], loc: Loc, what: str) -> bool:
+        """Whether ``name`` was declared before (and say so)."""
+        if name in taken:
+            self.add((*loc, "name"), f"duplicate {what} name {name!r}", f"give each {what} its own name")
+            return True
+        return False
+
     def _names_in(self, entries: tuple[str, ...], loc: Loc, known: dict[str, object], what: str) -> list[str]:
         """Names or ranges that must all be in ``known``; unknown ones are reported, known kept."""
         out: list[str] = []
@@ -150,12 +166,7 @@ class VdiResolver:
                     )
                     stores = stores[:j]
                     break
-            ips: list[str | None] = [None] * len(names)
-            if ps.ip and names:
-                try:
-                    ips = list(expand_ips(ps.ip, len(names)))
-                except RangeError as exc:
-                    self.add((*loc, "ip"), str(exc), exc.fix)
+            ips = self._ips(ps.ip, len(names), loc)
             self.pools_desktops[ps.name] = tuple(names)
             self.pools_hosts[ps.name] = tuple(hosts)
             if not hosts or not stores:
@@ -176,10 +187,7 @@ class VdiResolver:
         seen_clusters: set[str] = set()
         for i, cs in enumerate(self.vdi.clusters):
             loc: Loc = ("vdi", "clusters", i)
-            if cs.name in seen_clusters:
-                self.add(
-                    (*loc, "name"), f"duplicate cluster name {cs.name!r}", "give each cluster its own name"
-                )
+            self._taken(cs.name, seen_clusters, loc, "cluster")
             seen_clusters.add(cs.name)
             if cs.vcenter not in vcenters:
                 self.add(
@@ -190,19 +198,8 @@ class VdiResolver:
             for j, hs in enumerate(cs.hosts):
                 hloc: Loc = (*loc, "hosts", j)
                 names = self._names(hs.name, (*hloc, "name"))
-                ips: list[str | None] = [None] * len(names)
-                if hs.ip and names:
-                    try:
-                        ips = list(expand_ips(hs.ip, len(names)))
-                    except RangeError as exc:
-                        self.add((*hloc, "ip"), str(exc), exc.fix)
-                for name, ip in zip(names, ips, strict=True):
-                    if name in self.hosts:
-                        self.add(
-                            (*hloc, "name"),
-                            f"duplicate host name {name!r}",
-                            "give each ESXi host its own name",
-                        )
+                for name, ip in zip(names, self._ips(hs.ip, len(names), hloc), strict=True):
+                    if self._taken(name, self.hosts, hloc, "host"):
                         continue
                     self.hosts[name] = EsxiHost(
                         name=name,
@@ -244,12 +241,7 @@ class VdiResolver:
                     _suggest(ds.cluster, clusters, _declared_in("vdi.clusters", clusters)),
                 )
             for name in names:
-                if name in self.datastores:
-                    self.add(
-                        (*loc, "name"),
-                        f"duplicate datastore name {name!r}",
-                        "give each datastore its own name",
-                    )
+                if self._taken(name, self.datastores, loc, "datastore"):
                     continue
                 self.datastores[name] = Datastore(
                     name=name,
@@ -379,12 +371,7 @@ class VdiResolver:
                     "keep a PVS server's stores on one array",
                 )
             for name in self._names(s.name, (*loc, "name")):
-                if name in out:
-                    self.add(
-                        (*loc, "name"),
-                        f"duplicate PVS server name {name!r}",
-                        "give each PVS server its own name",
-                    )
+                if self._taken(name, out, loc, "PVS server"):
                     continue
                 out[name] = PvsServer(
                     name=name,
@@ -540,17 +527,8 @@ class VdiResolver:
                     _suggest(pool, pools, _declared_in("vdi.pools", pools)),
                 )
             names = self._names(ls.name, (*loc, "name"))
-            ips: list[str | None] = [None] * len(names)
-            if ls.ip and names:
-                try:
-                    ips = list(expand_ips(ls.ip, len(names)))
-                except RangeError as exc:
-                    self.add((*loc, "ip"), str(exc), exc.fix)
-            for name, ip in zip(names, ips, strict=True):
-                if name in seen:
-                    self.add(
-                        (*loc, "name"), f"duplicate launcher name {name!r}", "give each launcher its own name"
-                    )
+            for name, ip in zip(names, self._ips(ls.ip, len(names), loc), strict=True):
+                if self._taken(name, seen, loc, "launcher"):
                     continue
                 seen.add(name)
                 out.append(Launcher(name=name, sessions=ls.sessions, pool=pool, protocol=ls.protocol, ip=ip))
