@@ -301,10 +301,14 @@ class PhysicalTwin:
         """Unity LUN counters per storage processor, from the VDI twin's array volumes."""
         with self._lock:
             self._sync()
-            self.lab.storage[array]  # an unknown array is a KeyError, as before
+            spec = self.lab.storage[array]  # an unknown array is a KeyError, as before
             a = self._array(array)
-            if a is None or self.vdi is None:
-                return ()
+            if a is None or self.vdi is None:  # no desktop uses it: its LUNs stand idle
+                return tuple(
+                    LunCounters(lun, sp, 0.0, 0.0, 0.0, 0.0, 0.0)
+                    for lun in spec.luns
+                    for sp in ("spa", "spb")
+                )
             return views.lun_counters(self.vdi, a)
 
     # --- virtual desktops (VdiTwin) ----------------------------------------------------------------
