@@ -385,8 +385,15 @@ class VdiModel:
             return
         self._check_faults()
         self._timed_transitions()
-        _topo, _p, _tm = self.topo, self.p, self.tm
         ph = self.phase
+        if not self._failing and not (ph != _OFF).any():
+            # every desktop off: only the hosts' own memory counts (a quiet lab costs next to nothing)
+            base = np.where(self.host_maint, 0.0, self.p.host_mem_base_gb * 1024.0)
+            self.host_mem_consumed += base * KB * dt
+            self.util[:] = 0.0
+            self.t += dt
+            self.steps += 1
+            return
         on = _ON[ph]
         connecting = (ph == _LOGIN) & np.isfinite(self.until)
         tr = PHASE_T[ph]
