@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,14 @@ from labctl.sim.twin import hardware as hwm
 from labctl.sim.twin.cache import ChunkCache
 from labctl.sim.twin.demand import Costs, StationFacts, request_costs
 from labctl.sim.twin.interface import CopyLocation, PowerAction, PowerState
-from labctl.sim.twin.solver import Demands, Solution, expected_resends, solve
+from labctl.sim.twin.solver import (
+    Demands,
+    Solution,
+    adaptive_timeout,
+    expected_resends,
+    resends_while_waiting,
+    solve,
+)
 from labctl.sim.twin.topology import N_ROLES, Role, StationKind, build_topology
 from labctl.sim.twin.workload import (
     DST_SMB,
@@ -64,6 +72,9 @@ DT_IDLE_S = 1.0  # only booted clients idling: background I/O changes nothing fa
 DT_FLOWS_S = 0.25
 _ACTIVE_LO = int(Phase.PXE)
 _ACTIVE_HI = int(Phase.IDLE)
+# the roles of a client's streaming path: if one is down, the client stalls (the share's roles are
+# a copy's business)
+_STREAM_ROLES = np.array([r for r in Role if r not in (Role.SH_CPU, Role.SH_OUT, Role.SH_IN, Role.SH_VOL)])
 
 
 @dataclass
@@ -118,6 +129,7 @@ class TwinModel:
         self.retries = np.zeros(n, dtype=np.int64)  # session retries (since the boot started)
         self.retry_acc = np.zeros(n)
         self.retry_next = self.rng.exponential(size=n)
+        self.stall_s = np.zeros(n)  # how long the client's outstanding request has gone unanswered
         # per-client local work: evenly spread (van der Corput), so any first k clients average 1
         # and client 1 is the average client
         spread = lab.twin.client_speed_spread
@@ -130,14 +142,19 @@ class TwinModel:
         self.cp_wkb = np.ones(n)
         self.cp_size = np.zeros(n)
         self.cp_progress = np.zeros(n)
+        self.cp_two = np.zeros(n, dtype=bool)  # source and destination are separate channels
+        self.cp_rate_bps = np.zeros(n)  # bytes/s the copy moved in the last step
         self.credit = np.zeros(n)  # time already spent in a phase entered mid-step, s
-        self.rate = np.zeros(n)  # last requests/s
-        self.resp_r = np.zeros(n)
-        self.resp_w = np.zeros(n)
+        # Rows of the queueing solution: row i is client i's request stream (its boot, its idle
+        # I/O, or its copy); row n + i is the second channel of a copy whose source and
+        # destination are reached separately (a share on one side), which runs alongside.
+        self.rate = np.zeros(2 * n)  # last requests/s per row
+        self.resp_r = np.zeros(2 * n)
+        self.resp_w = np.zeros(2 * n)
         # --- stations ---
         s = topo.n_stations
         self.backlog = np.zeros(s)
-        self.own = np.zeros((n, N_ROLES))
+        self.own = np.zeros((2 * n, N_ROLES))
         self.util = np.zeros(s)
         self.customers = np.zeros(s)
         self.busy_s = np.zeros(s)  # cumulative server-seconds busy (cores x s for CPUs)
@@ -154,6 +171,10 @@ class TwinModel:
         self.ctrl_fill = np.zeros(s)
         self.ctrl_n = np.zeros(s)  # writes the controller holds
         self.ctrl_size = np.full(s, 8 * KB)  # their mean size, bytes
+        # disk positionings the held data will cost to write out, in seconds of one spindle: one
+        # per random write, one per contiguous run of a sequential stream
+        self.ctrl_pos = np.zeros(s)
+        self.os_dirty_cap = np.zeros(s)  # the share's buffered writes: the OS's part of the buffer
         self.station_up = np.ones(s, dtype=bool)
         for node in topo.servers.values():
             self.hz[node.cpu] = hwm.cpu_hz(node.hw)
@@ -161,8 +182,12 @@ class TwinModel:
             self.pos_s[v.station] = v.timing.positioning_ms / 1e3
             self.media[v.station] = v.timing.media_rate_mb_s * hwm.MB
             self.penalty[v.station] = v.penalty
-            self.ctrl_cap[v.station] = v.controller_cache_bytes
+            # what acknowledges a write before the spindles have it: the controller's battery-
+            # backed cache, and for buffered (SMB) writes the file server's cache manager first
+            self.ctrl_cap[v.station] = v.controller_cache_bytes + v.os_dirty_bytes
+            self.os_dirty_cap[v.station] = v.os_dirty_bytes
         self.is_volume = topo.kind == StationKind.VOLUME
+        self.os_buffered = self.os_dirty_cap > 0
         self.is_cpu = topo.kind == StationKind.CPU
         # --- caches: the vDisk image on every server that streams or holds it; the share file ---
         image_mb = p.vdisk_image_mb
@@ -177,12 +202,10 @@ class TwinModel:
                 )
         self.share_cache: ChunkCache | None = None
         if topo.share_server:
-            self.share_cache = ChunkCache(
-                4096.0,
-                p.cache_chunk_kb,
-                hwm.fs_cache_mb(topo.servers[topo.share_server].hw, p),
-                p.cache_working_set_trim_s,
-            )
+            sh = topo.servers[topo.share_server]
+            cap_mb = hwm.fs_cache_mb(sh.hw, p, sh.os)
+            self.share_cache = ChunkCache(4096.0, p.cache_chunk_kb, cap_mb, p.cache_working_set_trim_s)
+        self.share_station = int(topo.role_station[Role.SH_VOL, 0]) if topo.share_server and n else -1
         self.cache_keys = sorted(self.caches)
         key_of = {name: k for k, name in enumerate(self.cache_keys)}
         self.client_cache_key = np.array([key_of.get(s, -1) for s in topo.client_server], dtype=np.int64)
@@ -371,7 +394,20 @@ class TwinModel:
             self.cp_wkb[i] = p.io_burst_kb if w_local else p.smb_io_kb
             self.cp_size[i] = float(size_bytes)
             self.cp_progress[i] = 0.0
+            self.cp_rate_bps[i] = 0.0
+            # local to local: reads and writes share the client's one streaming request; with a
+            # share on either side the share is reached over SMB alongside (a second channel)
+            self.cp_two[i] = not (r_local and w_local)
+            j = self.n + i
+            self.own[j] = 0.0
+            self.rate[j] = self.resp_r[j] = self.resp_w[j] = 0.0
         return rec
+
+    def copy_eta_s(self, i: int) -> float | None:
+        """Lab seconds the client's running copy still needs at its current speed (None: unknown)."""
+        if self.copy_of[i] < 0 or self.cp_rate_bps[i] <= 0:
+            return None
+        return float((1.0 - self.cp_progress[i]) * self.cp_size[i] / self.cp_rate_bps[i])
 
     # --- time ----------------------------------------------------------------------------------
     def busy(self) -> bool:
@@ -472,34 +508,60 @@ class TwinModel:
     def _step(self, dt: float, streaming: np.ndarray) -> None:
         self.steps += 1
         act = np.flatnonzero(streaming)
-        path_ok = self.station_up[self.topo.role_station[:, act]].all(axis=0)
+        rs = self.topo.role_station
+        self._fail_copies_to_a_dead_share(act)
+        # a client stalls when its streaming path is down (the share matters only to a copy)
+        path_ok = self.station_up[rs[_STREAM_ROLES][:, act]].all(axis=0)
         stalled = act[~path_ok]
         act = act[path_ok]
+        self.stall_s[act] = 0.0
         open_backlog = self._controller_backlog()
         if act.size:
             d, extra = self._demands(act)
-            roles = extra["roles"]
-            own = self.own[np.ix_(act, roles)]
+            roles, rows = extra["roles"], extra["rows"]
+            own = self.own[np.ix_(rows, roles)]
             sol, self.backlog = solve(d, self.backlog, own, self.topo.m, open_backlog)
-            self.own[np.ix_(act, roles)] = sol.own
+            if self.os_buffered.any():
+                # throttled SMB writers wait in the file server's cache manager: its disk queue holds
+                # only the lazy writer's flushes (and reads)
+                lw = self.os_buffered
+                sol.customers[lw] = np.minimum(sol.customers[lw], self.p.lazy_writer_ios)
+            self.own[np.ix_(rows, roles)] = sol.own
             self.last_solution = sol
             self.util = sol.util
             self.customers = sol.customers
-            self.rate[act] = sol.rate
-            self.resp_r[act] = sol.resp_r
-            self.resp_w[act] = sol.resp_w
-            self._count(dt, act, d, sol, extra)
-            self._progress(dt, act, extra)
+            self.rate[rows] = sol.rate
+            self.resp_r[rows] = sol.resp_r
+            self.resp_w[rows] = sol.resp_w
+            self._count(dt, d, sol, extra)
+            self._progress(dt, act, sol, extra)
         else:
             self.util = np.zeros_like(self.util)
             self.customers = np.zeros_like(self.customers)
             self.backlog = open_backlog.copy()
         if stalled.size:
-            # the streaming server (or its storage) is down: every request times out and is re-sent
+            # the streaming server (or its storage) is down: the client's request goes unanswered
+            # and is re-sent at every timeout, each one longer than the last (backoff)
             self.rate[stalled] = 0.0
-            self._add_retries(stalled, np.full(stalled.size, dt * 1e3 / self.p.udp_timeout_ms))
+            p = self.p
+            before = resends_while_waiting(
+                self.stall_s[stalled], p.udp_timeout_ms / 1e3, p.udp_timeout_backoff, p.udp_timeout_max_ms / 1e3
+            )
+            self.stall_s[stalled] += dt
+            after = resends_while_waiting(
+                self.stall_s[stalled], p.udp_timeout_ms / 1e3, p.udp_timeout_backoff, p.udp_timeout_max_ms / 1e3
+            )
+            self.retries[stalled] += (after - before).astype(np.int64)
         self._destage(dt)
         self._idle_cpu(dt)
+
+    def _fail_copies_to_a_dead_share(self, act: np.ndarray) -> None:
+        """A copy whose share server went down loses its SMB session: the copy fails."""
+        if self.share_station < 0 or self.station_up[self.share_station]:
+            return
+        for i in act[self.copy_of[act] >= 0]:
+            if self.cp_src[i] == SRC_SMB or self.cp_dst[i] == DST_SMB:
+                self._fail_copy(int(i), "the share's server went down")
 
     def _controller_backlog(self) -> np.ndarray:
         """Work queued at stations outside the clients' requests: none modelled.
@@ -611,74 +673,178 @@ class TwinModel:
             q[:, :4, vol_cols] *= g[:, None, :]
         wr, ww, lr, lw, vr, vw = q[:, 0], q[:, 1], q[:, 2], q[:, 3], q[:, 4], q[:, 5]
         fixed_r, fixed_w = q[:, 6, 0].copy(), q[:, 6, 1].copy()
-        chunk_base = chunk
-        if any_copy:
-            n_r, n_w, local = n_r.copy(), n_w.copy(), local.copy()
-            chunk_base = chunk.copy()
-            k = np.flatnonzero(copying)
-            c, (cr, cw, cl, cchunk) = self._copy_costs(act[k])
-            body = c.stack().transpose(2, 0, 1)[:, :, roles]  # (k, 6, R')
-            wr[k], ww[k], lr[k], lw[k], vr[k], vw[k] = (body[:, j] for j in range(6))
-            fixed_r[k], fixed_w[k] = c.fixed_r, c.fixed_w
-            n_r[k], n_w[k], local[k] = cr, cw, cl
-            chunk_base[k] = cchunk
         n_req = n_r + n_w
-        d = Demands(
-            topo.role_station[np.ix_(roles, act)].T,
-            wr,
-            ww,
-            lr,
-            lw,
-            vr,
-            vw,
-            fixed_r,
-            fixed_w,
-            n_r / n_req,
-            local * self.local_factor[act] / n_req,
-            float(p.client_outstanding_requests),
-        )
-        extra = {"n_req": n_req, "chunk": chunk_base, "copying": copying, "roles": roles, "miss": miss}
+        station = topo.role_station[np.ix_(roles, act)].T
+        p_read = n_r / n_req
+        think = local * self.local_factor[act] / n_req
+        window = np.full(act.size, float(p.client_outstanding_requests))
+        wbytes = tb.write_kb[ph] * KB
+        seek_w = np.ones(act.size)
+        udp = np.ones(act.size, dtype=bool)
+        rows, client = act, act
+        chunk_base = chunk
+        async_io: np.ndarray | None = None
+        cp: _CopyRows | None = None
+        if any_copy:
+            k = np.flatnonzero(copying)
+            cp = self._copy_rows(act[k])
+            body = cp.costs.stack().transpose(2, 0, 1)[:, :, roles]  # (cols, 6, R')
+            assert cp.costs.io_r is not None
+            ahead = (cp.costs.io_r - cp.costs.visit_r).T[:, roles]  # (cols, R')
+            a_cols, b_cols = np.arange(k.size), k.size + np.arange(cp.b_clients.size)
+            n_req, chunk_base = n_req.copy(), chunk.copy()
+            # the copy's first channel takes the client's row...
+            wr[k], ww[k], lr[k], lw[k], vr[k], vw[k] = (body[a_cols, j] for j in range(6))
+            fixed_r[k], fixed_w[k] = cp.costs.fixed_r[a_cols], cp.costs.fixed_w[a_cols]
+            p_read[k], think[k], window[k] = cp.p_read[a_cols], cp.think[a_cols], cp.window[a_cols]
+            wbytes[k], seek_w[k], udp[k] = cp.wbytes[a_cols], cp.seek_w[a_cols], cp.udp[a_cols]
+            n_req[k] = cp.n_req
+            chunk_base[k] = cp.chunk
+            async_io = np.zeros_like(wr)
+            async_io[k] = ahead[a_cols]
+            # ... and the second channel (to or from the share) runs alongside in a row of its own
+            if b_cols.size:
+                bi = cp.b_clients
+                station = np.concatenate([station, topo.role_station[np.ix_(roles, bi)].T])
+                wr, ww, lr, lw, vr, vw = (
+                    np.concatenate([x, body[b_cols, j]]) for j, x in enumerate((wr, ww, lr, lw, vr, vw))
+                )
+                fixed_r = np.concatenate([fixed_r, cp.costs.fixed_r[b_cols]])
+                fixed_w = np.concatenate([fixed_w, cp.costs.fixed_w[b_cols]])
+                p_read, think, window, wbytes, seek_w, udp = (
+                    np.concatenate([x, getattr(cp, name)[b_cols]])
+                    for x, name in (
+                        (p_read, "p_read"),
+                        (think, "think"),
+                        (window, "window"),
+                        (wbytes, "wbytes"),
+                        (seek_w, "seek_w"),
+                        (udp, "udp"),
+                    )
+                )
+                async_io = np.concatenate([async_io, ahead[b_cols]])
+                rows = np.concatenate([act, self.n + bi])
+                client = np.concatenate([act, bi])
+        d = Demands(station, wr, ww, lr, lw, vr, vw, fixed_r, fixed_w, p_read, think, window, async_io)
+        # a copy's writes are sequential: its next write is always the one nearest the head, so
+        # disk reordering never starves it and its response spreads like a FIFO queue's (reads')
+        copy_row = np.zeros(rows.size, dtype=bool)
+        copy_row[: act.size] = copying
+        copy_row[act.size :] = True
+        extra = {
+            "n_req": n_req,
+            "chunk": chunk_base,
+            "copying": copying,
+            "roles": roles,
+            "miss": miss,
+            "rows": rows,
+            "client": client,
+            "wbytes": wbytes,
+            "seek_w": seek_w,
+            "udp": udp,
+            "sigma_w": np.where(copy_row, p.read_response_sigma, p.write_response_sigma),
+            "copy": cp,
+        }
         return d, extra
 
-    def _copy_costs(
-        self, idx: np.ndarray
-    ) -> tuple[Costs, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-        """Costs of the clients doing a file copy (read from the source, write the destination)."""
-        p, topo = self.p, self.topo
+    def _copy_rows(self, idx: np.ndarray) -> _CopyRows:
+        """The request streams of the clients copying a file (``idx``), physics in the comments.
+
+        A Windows copy of a large file reads the source and writes the destination sequentially,
+        the client's cache manager reading ahead of the copy loop and writing behind it:
+        - local to local: both go through the client's one streaming request, so reads and writes
+          take turns in a single stream (32 KB each, the protocol's largest);
+        - with a share on one side (or both), the SMB side is a second stream of 60 KB requests
+          with ``copy_smb_requests_in_flight`` outstanding (at most the server's MaxMpxCount),
+          running alongside the streaming side. The copy goes as fast as its slower stream: the
+          faster one waits for buffer space or data (its think time is stretched to match).
+        Sequential I/O reaches the disks in runs: a read from disk is a read-ahead inside the
+        cache manager's 256 KB view (one positioning per view); a write reaches the spindles with
+        the rest of its stream's data that the controller's (or the cache manager's) write-behind
+        buffer holds, one positioning per run (buffer / sequential streams on the volume).
+        """
+        p, topo, n = self.p, self.topo, self.n
+        a = idx.size
         src, dst = self.cp_src[idx], self.cp_dst[idx]
         rkb, wkb = self.cp_rkb[idx], self.cp_wkb[idx]
-        size_kb = self.cp_size[idx] / KB
-        n_r = np.maximum(1.0, size_kb / rkb)
-        n_w = np.maximum(1.0, size_kb / wkb)
-        local = p.copy_local_s_per_gb * self.cp_size[idx] / 1e9
-        pos = (self.cp_progress[idx] * size_kb / p.cache_chunk_kb).astype(np.int64)
+        size = self.cp_size[idx]
+        two = self.cp_two[idx]
+        n_r = np.maximum(1.0, size / KB / rkb)
+        n_w = np.maximum(1.0, size / KB / wkb)
+        local = p.copy_local_s_per_gb * size / 1e9 * self.local_factor[idx]
+        pos = (self.cp_progress[idx] * size / KB / p.cache_chunk_kb).astype(np.int64)
         chunk = self.table.copy_base_chunk + pos  # the source file inside the image
         factor = np.where(src == SRC_VDISK, np.minimum(1.0, rkb / p.cache_read_io_kb), 0.0)
         miss, far = self._miss(idx, chunk, factor)
-        miss_sh = np.zeros(idx.size)
+        miss_sh = np.zeros(a)
         smb = src == SRC_SMB
         if self.share_cache is not None and smb.any():
             miss_sh[smb] = ~self.share_cache.hit(pos[smb]) * np.minimum(1.0, rkb[smb] / p.cache_read_io_kb)
-        vol = np.where(
-            dst == DST_WC, topo.role_station[Role.WC_VOL, idx], topo.role_station[Role.SH_VOL, idx]
-        )
-        c = request_costs(
+        vol = np.where(dst == DST_WC, topo.role_station[Role.WC_VOL, idx], topo.role_station[Role.SH_VOL, idx])
+        streams = np.bincount(vol, minlength=topo.n_stations)  # sequential writers per volume
+        run_b = np.maximum(wkb * KB, self.ctrl_cap[vol] / np.maximum(1, streams[vol]))
+        seek_w = wkb * KB / run_b
+        seek_r = np.full(a, min(1.0, p.cache_read_io_kb / p.cache_chunk_kb))
+        smb_window = float(min(p.copy_smb_requests_in_flight, p.smb_max_mpx_count))
+        win_r = np.where(src == SRC_VDISK, float(p.client_outstanding_requests), smb_window)
+        win_w = np.where(dst == DST_WC, float(p.client_outstanding_requests), smb_window)
+        # coupling: last step's response times say how fast each side could go alone
+        b_cl = idx[two]
+        r_a = np.where(two, self.resp_r[idx], 0.0)
+        r_b = np.zeros(a)
+        r_b[two] = self.resp_w[n + b_cl]
+        z_a = np.where(two, local / n_r, local / (n_r + n_w))
+        free_a = _byte_rate(rkb * KB, win_r, z_a, r_a)
+        free_b = _byte_rate(wkb * KB, win_w, np.zeros(a), r_b)
+        pace = np.minimum(free_a, free_b)
+        hold_a = np.where(two, _hold_s(rkb * KB, win_r, z_a, r_a, pace), 0.0)
+        hold_b = _hold_s(wkb * KB, win_w, np.zeros(a), r_b, pace)
+        # columns: first channel of every copier, then the second channel of the two-stream ones
+        cols = np.concatenate([idx, b_cl])
+        sel = np.concatenate([np.arange(a), np.flatnonzero(two)])
+        is_b = np.concatenate([np.zeros(a, dtype=bool), np.ones(b_cl.size, dtype=bool)])
+        zero_b = np.where(is_b, 0.0, 1.0)
+        full = self._full_frac[vol]
+        costs = request_costs(
             p,
             self.fx,
-            topo.role_station[:, idx],
-            src,
-            dst,
-            rkb * KB,
-            wkb * KB,
-            miss,
-            far,
-            miss_sh,
-            self._full_frac[vol],
-            topo.vdisk_remote[idx],
-            topo.wc_remote[idx],
-            topo.client_link_rate[idx],
+            topo.role_station[:, cols],
+            src[sel],
+            dst[sel],
+            rkb[sel] * KB,
+            wkb[sel] * KB,
+            miss[sel] * zero_b,
+            far[sel] * zero_b,
+            miss_sh[sel] * zero_b,
+            full[sel],
+            topo.vdisk_remote[cols],
+            topo.wc_remote[cols],
+            topo.client_link_rate[cols],
+            seek_r=seek_r[sel],
+            seek_w=seek_w[sel],
+            read_ahead=~is_b,
         )
-        return c, (n_r, n_w, local, chunk)
+        # first channel: the whole copy (local to local) or its source side; second: destination
+        p_read = np.where(is_b, 0.0, np.where(two[sel], 1.0, (n_r / (n_r + n_w))[sel]))
+        think = np.where(is_b, hold_b[sel], z_a[sel] + hold_a[sel])
+        window = np.where(is_b, win_w[sel], np.where(two[sel], win_r[sel], float(p.client_outstanding_requests)))
+        udp = np.where(is_b, dst[sel] == DST_WC, np.where(two[sel], src[sel] == SRC_VDISK, True))
+        return _CopyRows(
+            costs=costs,
+            p_read=p_read,
+            think=think,
+            window=window,
+            wbytes=wkb[sel] * KB,
+            seek_w=seek_w[sel],
+            udp=udp,
+            n_req=np.where(two, n_r, n_r + n_w),
+            chunk=chunk,
+            clients=idx,
+            two=two,
+            b_clients=b_cl,
+            read_b=rkb * KB,
+            write_b=wkb * KB,
+        )
 
     def _reorder_factor(self) -> np.ndarray:
         """Per station: how much shorter positioning gets with the current queue (1: no gain).
@@ -698,9 +864,8 @@ class TwinModel:
             frac = np.where(self.ctrl_cap > 0, self.ctrl_fill / self.ctrl_cap, 1.0)
         return np.clip((frac - 0.9) / 0.1, 0.0, 1.0)
 
-    def _count(
-        self, dt: float, act: np.ndarray, d: Demands, sol: Solution, extra: dict[str, np.ndarray]
-    ) -> None:
+    def _count(self, dt: float, d: Demands, sol: Solution, extra: dict[str, Any]) -> None:
+        p = self.p
         self.busy_s += sol.util * self.topo.m * dt
         self.q_integral += sol.customers * dt
         # transfers on volumes: reads are read-ahead I/Os of cache_read_io_kb, writes the host's
@@ -709,38 +874,62 @@ class TwinModel:
         writes = sol.writes_at * dt
         self.st_reads[vol] += reads[vol]
         self.st_writes[vol] += writes[vol]
-        self.st_bytes_r[vol] += reads[vol] * self.p.cache_read_io_kb * KB
-        # write bytes: per station, from the clients' write sizes
-        rate = sol.rate
-        p_w = 1.0 - d.p_read
-        wbytes = (rate * p_w)[:, None] * d.visit_w * dt * self._write_bytes(act, extra)[:, None]
-        wvol = np.bincount(d.station.ravel(), weights=wbytes.ravel(), minlength=self.busy_s.size)
+        self.st_bytes_r[vol] += reads[vol] * p.cache_read_io_kb * KB
+        # write bytes and the positionings they will cost, per station, from each row's writes
+        n_st = self.busy_s.size
+        w_visits = (sol.rate * (1.0 - d.p_read))[:, None] * d.visit_w * dt
+        flat = d.station.ravel()
+        wvol = np.bincount(flat, weights=(w_visits * extra["wbytes"][:, None]).ravel(), minlength=n_st)
+        seeks = np.bincount(flat, weights=(w_visits * extra["seek_w"][:, None]).ravel(), minlength=n_st)
         self.st_bytes_w[vol] += wvol[vol]
-        # what the controllers absorbed (the fast part of each write)
+        # what the write-behind buffers (controller, file-server cache) absorbed: the fast part
         full = self._full_frac
-        absorbed = wvol * (1.0 - full) * vol
+        keep = (1.0 - full) * vol * (self.ctrl_cap > 0)
+        absorbed = wvol * keep
         if absorbed.any():
-            self.ctrl_fill += np.where(self.ctrl_cap > 0, absorbed, 0.0)
-            self.ctrl_n += np.where(self.ctrl_cap > 0, writes * (1.0 - full) * vol, 0.0)
+            self.ctrl_fill += absorbed
+            self.ctrl_n += writes * keep
+            self.ctrl_pos += seeks * keep * self.pos_s
             with np.errstate(divide="ignore", invalid="ignore"):
                 self.ctrl_size = np.where(self.ctrl_n > 0, self.ctrl_fill / self.ctrl_n, self.ctrl_size)
-        # retries: each request outliving the timeout is re-sent
-        t_out = self.p.udp_timeout_ms / 1e3
-        p_r = d.p_read
-        resends = (
-            rate
-            * dt
-            * (
-                p_r * expected_resends(sol.resp_r, t_out, self.p.read_response_sigma)
-                + (1.0 - p_r) * expected_resends(sol.resp_w, t_out, self.p.write_response_sigma)
+        # session retries: each streaming request that outlives the client's timeout is re-sent
+        # (SMB requests to a share are not the streaming protocol's and never count)
+        udp = extra["udp"]
+        if udp.any():
+            u = np.flatnonzero(udp)
+            p_r = d.p_read[u]
+            sig_w = extra["sigma_w"][u]
+            t_out = self._timeouts(sol.resp_r[u], sol.resp_w[u], p_r, sig_w)
+            t_max = p.udp_timeout_max_ms / 1e3
+            b = p.udp_timeout_backoff
+            resends = (
+                sol.rate[u]
+                * dt
+                * (
+                    p_r * expected_resends(sol.resp_r[u], t_out, p.read_response_sigma, 4, b, t_max)
+                    + (1.0 - p_r) * expected_resends(sol.resp_w[u], t_out, sig_w, 4, b, t_max)
+                )
             )
-        )
-        self._add_retries(act, resends)
+            self._add_retries(extra["client"][u], resends)
 
-    def _write_bytes(self, act: np.ndarray, extra: dict[str, np.ndarray]) -> np.ndarray:
-        wb = self.table.write_kb[self.phase[act]] * KB
-        copying = extra["copying"]
-        return np.where(copying, self.cp_wkb[act] * KB, wb)
+    def _timeouts(
+        self, resp_r: np.ndarray, resp_w: np.ndarray, p_read: np.ndarray, sigma_w: np.ndarray
+    ) -> np.ndarray:
+        """Each client's current timeout, s: fixed, or adapted to its own response times."""
+        p = self.p
+        floor = p.udp_timeout_ms / 1e3
+        if not p.udp_timeout_adaptive:
+            return np.full(resp_r.size, floor)
+        return adaptive_timeout(
+            resp_r,
+            resp_w,
+            p_read,
+            p.read_response_sigma,
+            sigma_w,
+            floor,
+            p.udp_timeout_var_factor,
+            p.udp_timeout_max_ms / 1e3,
+        )
 
     def _add_retries(self, idx: np.ndarray, expected: np.ndarray) -> None:
         # a Poisson process in 'expected retries': integer counts, deterministic for a seed
@@ -751,8 +940,8 @@ class TwinModel:
             self.retry_next[due] += self.rng.exponential(size=due.size)
             due = due[self.retry_acc[due] >= self.retry_next[due]]
 
-    def _progress(self, dt: float, act: np.ndarray, extra: dict[str, np.ndarray]) -> None:
-        rate = self.rate[act]
+    def _progress(self, dt: float, act: np.ndarray, sol: Solution, extra: dict[str, Any]) -> None:
+        rate = sol.rate[: act.size]  # each client's own row
         copying = extra["copying"]
         n_req = extra["n_req"]
         # time credit: a client that entered its phase mid-step uses only the rest of the step
@@ -764,15 +953,30 @@ class TwinModel:
         timed = self.phase[act] == Phase.SETTLE
         if timed.any():
             dx[timed] = span[timed] / (self.table.local_s[Phase.SETTLE] * self.local_factor[act[timed]])
+        cp: _CopyRows | None = extra["copy"]
+        if cp is not None:
+            # a copy with a second channel goes as fast as the slower of its two streams
+            k = np.flatnonzero(copying)
+            two = cp.two
+            if two.any():
+                b_rate = sol.rate[act.size :]
+                bps = np.minimum(rate[k][two] * cp.read_b[two], b_rate * cp.write_b[two])
+                dx[k[two]] = bps * span[k[two]] / self.cp_size[cp.clients[two]]
+            self.cp_rate_bps[cp.clients] = dx[k] * self.cp_size[cp.clients] / np.maximum(span[k], 1e-12)
         # caches: the chunks read this step become resident for everyone
         self._touch_caches(act, extra["chunk"], dx, copying)
         if copying.any():
             ci = act[copying]
-            self.cp_progress[ci] = np.minimum(1.0, self.cp_progress[ci] + dx[copying])
-            for i in ci[self.cp_progress[ci] >= 1.0 - 1e-12]:
+            before = self.cp_progress[ci].copy()
+            self.cp_progress[ci] = np.minimum(1.0, before + dx[copying])
+            for j in np.flatnonzero(self.cp_progress[ci] >= 1.0 - 1e-12):
+                i = ci[j]
                 rec = self.copy_list[int(self.copy_of[i])]
-                rec.progress, rec.finished = 1.0, self.t + dt
+                # the last byte went some way into the step
+                frac = (1.0 - before[j]) / dx[copying][j] if dx[copying][j] > 0 else 1.0
+                rec.progress, rec.finished = 1.0, self.t + dt * min(1.0, frac)
                 self.copy_of[i] = -1
+                self.cp_rate_bps[i] = 0.0
         boot = ~copying
         idx = act[boot]
         self.x[idx] += dx[boot]
@@ -815,15 +1019,30 @@ class TwinModel:
                 self.share_cache.touch(_expand(c0, np.minimum(c1 - c0 + 1, 64)), self.t)
 
     def _destage(self, dt: float) -> None:
-        """Controllers write their cached data to the spindles with whatever time reads leave."""
+        """Write-behind buffers write their data to the spindles with whatever time host I/O leaves.
+
+        Each byte costs its transfer, and the held data cost the positionings they brought in: one
+        per random write, one per run of a sequential stream (``ctrl_pos``). So a buffer of random
+        8 KB writes drains at a few hundred writes/s, one of copies' sequential data near the
+        spindles' media rate.
+        """
         has = self.ctrl_fill > 0
         if not has.any():
             return
-        t_io = self.pos_s + self.ctrl_size / self.media
         spindle_busy = np.clip(self.util, 0.0, 1.0)  # host I/O share of the spindles
         free = self.topo.m * (1.0 - spindle_busy)
-        drain = free / (self.penalty * t_io) * self.ctrl_size * dt
-        self.ctrl_fill = np.where(has, np.maximum(0.0, self.ctrl_fill - drain), 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pos_per_byte = np.where(has, self.ctrl_pos / self.ctrl_fill, 0.0)
+        drain = free / (self.penalty * (pos_per_byte + 1.0 / self.media)) * dt
+        left = np.where(has, np.maximum(0.0, self.ctrl_fill - drain), 0.0)
+        if self.os_buffered.any():
+            # the file server's lazy writer is the OS's own I/O: its flushes are in the disk queue
+            busy = (self.ctrl_fill - left) * self.penalty * (pos_per_byte + 1.0 / self.media)
+            frac = np.clip(busy / (self.topo.m * dt), 0.0, 1.0)
+            self.q_integral += np.where(self.os_buffered, self.p.lazy_writer_ios * frac * dt, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.ctrl_pos = np.where(has, self.ctrl_pos * left / self.ctrl_fill, 0.0)
+        self.ctrl_fill = left
         self.ctrl_n = np.where(self.ctrl_fill > 0, self.ctrl_fill / self.ctrl_size, 0.0)
 
     def _idle_cpu(self, dt: float) -> None:
@@ -874,6 +1093,12 @@ class TwinModel:
             used += self.caches[server].working_set_mb(self.t)
         if server == self.topo.share_server and self.share_cache is not None:
             used += self.share_cache.working_set_mb(self.t)
+            if self.share_station >= 0:  # buffered writes the lazy writer has not written yet
+                st = self.share_station
+                used += min(
+                    float(self.os_dirty_cap[st]),
+                    max(0.0, float(self.ctrl_fill[st] - (self.ctrl_cap[st] - self.os_dirty_cap[st]))),
+                ) / hwm.MB
         total = node.hw.ram_gb * 1024.0
         return min(used, total)
 
@@ -898,6 +1123,42 @@ class TwinModel:
                 v.volume, self.p, float(self.ctrl_size[v.station] / KB)
             )
         return out
+
+
+@dataclass
+class _CopyRows:
+    """The request streams of the copying clients for one step (see ``TwinModel._copy_rows``)."""
+
+    costs: Costs  # columns: the first channel of every copier, then the second channels
+    p_read: np.ndarray  # per column
+    think: np.ndarray
+    window: np.ndarray
+    wbytes: np.ndarray
+    seek_w: np.ndarray
+    udp: np.ndarray  # streaming-protocol requests (their timeouts are session retries)
+    n_req: np.ndarray  # per copier: requests of its first channel over the whole file
+    chunk: np.ndarray  # per copier: the image chunk its source reads now
+    clients: np.ndarray
+    two: np.ndarray  # per copier: has a second channel
+    b_clients: np.ndarray
+    read_b: np.ndarray  # per copier: bytes per read / write request
+    write_b: np.ndarray
+
+
+def _byte_rate(size_b: np.ndarray, window: np.ndarray, think_s: np.ndarray, resp_s: np.ndarray) -> np.ndarray:
+    """Bytes/s of a request stream with ``window`` in flight: window x size / (window x think + R)."""
+    den = window * think_s + resp_s
+    with np.errstate(divide="ignore"):
+        return np.where(den > 0, window * size_b / np.maximum(den, 1e-12), np.inf)
+
+
+def _hold_s(
+    size_b: np.ndarray, window: np.ndarray, think_s: np.ndarray, resp_s: np.ndarray, pace_bps: np.ndarray
+) -> np.ndarray:
+    """Extra wait per request that slows a stream to ``pace_bps`` (0 where it is the slower one)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_req = np.where(np.isfinite(pace_bps) & (pace_bps > 0), size_b / pace_bps, 0.0)
+    return np.maximum(0.0, per_req - resp_s / window - think_s)
 
 
 def _expand(start: np.ndarray, span: np.ndarray) -> np.ndarray:
