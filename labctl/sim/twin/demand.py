@@ -242,5 +242,7 @@ def request_costs(
         for role in (Role.VD_VOL, Role.SH_VOL, Role.BK_CPU, Role.BK_OUT, Role.BK_IN):
             v_r[role, read_ahead] = 0.0
             l_r[role, read_ahead] = 0.0
-        fixed_r = np.where(read_ahead, rtt + np.maximum(0.0, wire_rb / link_rate - wire_rb / rate_ss), fixed_r)
+        fixed_r = np.where(
+            read_ahead, rtt + np.maximum(0.0, wire_rb / link_rate - wire_rb / rate_ss), fixed_r
+        )
     return Costs(w_r, w_w, l_r, l_w, v_r, v_w, fixed_r, fixed_w, io_r)

@@ -545,11 +545,17 @@ class TwinModel:
             self.rate[stalled] = 0.0
             p = self.p
             before = resends_while_waiting(
-                self.stall_s[stalled], p.udp_timeout_ms / 1e3, p.udp_timeout_backoff, p.udp_timeout_max_ms / 1e3
+                self.stall_s[stalled],
+                p.udp_timeout_ms / 1e3,
+                p.udp_timeout_backoff,
+                p.udp_timeout_max_ms / 1e3,
             )
             self.stall_s[stalled] += dt
             after = resends_while_waiting(
-                self.stall_s[stalled], p.udp_timeout_ms / 1e3, p.udp_timeout_backoff, p.udp_timeout_max_ms / 1e3
+                self.stall_s[stalled],
+                p.udp_timeout_ms / 1e3,
+                p.udp_timeout_backoff,
+                p.udp_timeout_max_ms / 1e3,
             )
             self.retries[stalled] += (after - before).astype(np.int64)
         self._destage(dt)
@@ -780,7 +786,9 @@ class TwinModel:
         smb = src == SRC_SMB
         if self.share_cache is not None and smb.any():
             miss_sh[smb] = ~self.share_cache.hit(pos[smb]) * np.minimum(1.0, rkb[smb] / p.cache_read_io_kb)
-        vol = np.where(dst == DST_WC, topo.role_station[Role.WC_VOL, idx], topo.role_station[Role.SH_VOL, idx])
+        vol = np.where(
+            dst == DST_WC, topo.role_station[Role.WC_VOL, idx], topo.role_station[Role.SH_VOL, idx]
+        )
         streams = np.bincount(vol, minlength=topo.n_stations)  # sequential writers per volume
         run_b = np.maximum(wkb * KB, self.ctrl_cap[vol] / np.maximum(1, streams[vol]))
         seek_w = wkb * KB / run_b
@@ -827,7 +835,9 @@ class TwinModel:
         # first channel: the whole copy (local to local) or its source side; second: destination
         p_read = np.where(is_b, 0.0, np.where(two[sel], 1.0, (n_r / (n_r + n_w))[sel]))
         think = np.where(is_b, hold_b[sel], z_a[sel] + hold_a[sel])
-        window = np.where(is_b, win_w[sel], np.where(two[sel], win_r[sel], float(p.client_outstanding_requests)))
+        window = np.where(
+            is_b, win_w[sel], np.where(two[sel], win_r[sel], float(p.client_outstanding_requests))
+        )
         udp = np.where(is_b, dst[sel] == DST_WC, np.where(two[sel], src[sel] == SRC_VDISK, True))
         return _CopyRows(
             costs=costs,
@@ -1095,10 +1105,13 @@ class TwinModel:
             used += self.share_cache.working_set_mb(self.t)
             if self.share_station >= 0:  # buffered writes the lazy writer has not written yet
                 st = self.share_station
-                used += min(
-                    float(self.os_dirty_cap[st]),
-                    max(0.0, float(self.ctrl_fill[st] - (self.ctrl_cap[st] - self.os_dirty_cap[st]))),
-                ) / hwm.MB
+                used += (
+                    min(
+                        float(self.os_dirty_cap[st]),
+                        max(0.0, float(self.ctrl_fill[st] - (self.ctrl_cap[st] - self.os_dirty_cap[st]))),
+                    )
+                    / hwm.MB
+                )
         total = node.hw.ram_gb * 1024.0
         return min(used, total)
 

@@ -101,7 +101,7 @@ def run_storm(
     names = model.topo.client_names[:n]
     spread = np.linspace(0.0, wol_spread_s, n) if n > 1 else np.zeros(1)
     pending = list(zip(spread.tolist(), names, strict=True))
-    sampler = _Sampler(model)
+    sampler = Sampler(model)
     sampler.sample()
     times = np.arange(sample_s, duration_s + 1e-9, sample_s)
     retries_before = model.retries.copy()
@@ -139,11 +139,15 @@ def run_storm(
     return res
 
 
-class _Sampler:
-    """Perfmon-style sampling of the model's raw counters."""
+class Sampler:
+    """Perfmon-style sampling of the model's raw counters: each sample is the rate over the interval
+    since the previous one (``% Processor Time``, Bytes Sent/s, Avg. Disk Queue Length), memory is
+    the instantaneous value. Whatever the interval, it is a counter delta, as typeperf computes it.
+    """
 
     def __init__(self, model: TwinModel):
         self.m = model
+        self.times: list[float] = []
         self.rows: list[dict[str, float]] = []
         self.prev: dict[str, float] | None = None
         self.prev_t = model.t
@@ -181,6 +185,7 @@ class _Sampler:
                 elif kind == "queue":
                     row[k] = (v - self.prev[k]) / dt
             self.rows.append(row)
+            self.times.append(self.m.t)
         else:
             self.first = raw
         self.prev, self.prev_t = raw, self.m.t
@@ -197,4 +202,13 @@ class _Sampler:
         }
 
 
-__all__ = ["STORM_WINDOW_S", "Phase", "StationKind", "StormResult", "run_storm", "scaled_lab", "warm_caches"]
+__all__ = [
+    "STORM_WINDOW_S",
+    "Phase",
+    "Sampler",
+    "StationKind",
+    "StormResult",
+    "run_storm",
+    "scaled_lab",
+    "warm_caches",
+]
