@@ -683,10 +683,11 @@ class TwinModel:
         station = topo.role_station[np.ix_(roles, act)].T
         p_read = n_r / n_req
         think = local * self.local_factor[act] / n_req
-        window = np.full(act.size, float(p.client_outstanding_requests))
+        window: np.ndarray | float = float(p.client_outstanding_requests)
         wbytes = tb.write_kb[ph] * KB
-        seek_w = np.ones(act.size)
-        udp = np.ones(act.size, dtype=bool)
+        # without copies every row is a streaming client (udp None: all) writing at random
+        seek_w: np.ndarray | None = None
+        udp: np.ndarray | None = None
         rows, client = act, act
         chunk_base = chunk
         async_io: np.ndarray | None = None
@@ -702,6 +703,8 @@ class TwinModel:
             # the copy's first channel takes the client's row...
             wr[k], ww[k], lr[k], lw[k], vr[k], vw[k] = (body[a_cols, j] for j in range(6))
             fixed_r[k], fixed_w[k] = cp.costs.fixed_r[a_cols], cp.costs.fixed_w[a_cols]
+            window, seek_w = np.full(act.size, window), np.ones(act.size)
+            udp = np.ones(act.size, dtype=bool)
             p_read[k], think[k], window[k] = cp.p_read[a_cols], cp.think[a_cols], cp.window[a_cols]
             wbytes[k], seek_w[k], udp[k] = cp.wbytes[a_cols], cp.seek_w[a_cols], cp.udp[a_cols]
             n_req[k] = cp.n_req
@@ -734,9 +737,7 @@ class TwinModel:
         d = Demands(station, wr, ww, lr, lw, vr, vw, fixed_r, fixed_w, p_read, think, window, async_io)
         # a copy's writes are sequential: its next write is always the one nearest the head, so
         # disk reordering never starves it and its response spreads like a FIFO queue's (reads')
-        copy_row = np.zeros(rows.size, dtype=bool)
-        copy_row[: act.size] = copying
-        copy_row[act.size :] = True
+        copy_row = np.concatenate([copying, np.ones(rows.size - act.size, dtype=bool)])
         extra = {
             "n_req": n_req,
             "chunk": chunk_base,
@@ -748,7 +749,11 @@ class TwinModel:
             "wbytes": wbytes,
             "seek_w": seek_w,
             "udp": udp,
-            "sigma_w": np.where(copy_row, p.read_response_sigma, p.write_response_sigma),
+            "sigma_w": (
+                p.write_response_sigma
+                if cp is None
+                else np.where(copy_row, p.read_response_sigma, p.write_response_sigma)
+            ),
             "copy": cp,
         }
         return d, extra
@@ -890,7 +895,9 @@ class TwinModel:
         w_visits = (sol.rate * (1.0 - d.p_read))[:, None] * d.visit_w * dt
         flat = d.station.ravel()
         wvol = np.bincount(flat, weights=(w_visits * extra["wbytes"][:, None]).ravel(), minlength=n_st)
-        seeks = np.bincount(flat, weights=(w_visits * extra["seek_w"][:, None]).ravel(), minlength=n_st)
+        seeks: np.ndarray = writes
+        if extra["copy"] is not None:  # else every write is random: one positioning each
+            seeks = np.bincount(flat, weights=(w_visits * extra["seek_w"][:, None]).ravel(), minlength=n_st)
         self.st_bytes_w[vol] += wvol[vol]
         # what the write-behind buffers (controller, file-server cache) absorbed: the fast part
         full = self._full_frac
@@ -904,11 +911,12 @@ class TwinModel:
                 self.ctrl_size = np.where(self.ctrl_n > 0, self.ctrl_fill / self.ctrl_n, self.ctrl_size)
         # session retries: each streaming request that outlives the client's timeout is re-sent
         # (SMB requests to a share are not the streaming protocol's and never count)
-        udp = extra["udp"]
-        if udp.any():
-            u = np.flatnonzero(udp)
+        udp: np.ndarray | None = extra["udp"]
+        u: np.ndarray | slice = slice(None) if udp is None else np.flatnonzero(udp)
+        if udp is None or udp.any():
             p_r = d.p_read[u]
-            sig_w = extra["sigma_w"][u]
+            sig_all: np.ndarray | float = extra["sigma_w"]
+            sig_w = sig_all if isinstance(sig_all, float) else sig_all[u]
             t_out = self._timeouts(sol.resp_r[u], sol.resp_w[u], p_r, sig_w)
             t_max = p.udp_timeout_max_ms / 1e3
             b = p.udp_timeout_backoff
@@ -923,13 +931,13 @@ class TwinModel:
             self._add_retries(extra["client"][u], resends)
 
     def _timeouts(
-        self, resp_r: np.ndarray, resp_w: np.ndarray, p_read: np.ndarray, sigma_w: np.ndarray
-    ) -> np.ndarray:
+        self, resp_r: np.ndarray, resp_w: np.ndarray, p_read: np.ndarray, sigma_w: np.ndarray | float
+    ) -> np.ndarray | float:
         """Each client's current timeout, s: fixed, or adapted to its own response times."""
         p = self.p
         floor = p.udp_timeout_ms / 1e3
         if not p.udp_timeout_adaptive:
-            return np.full(resp_r.size, floor)
+            return floor
         return adaptive_timeout(
             resp_r,
             resp_w,

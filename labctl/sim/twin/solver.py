@@ -168,14 +168,13 @@ def expected_resends(
     """
     mean_s = np.asarray(mean_s, dtype=float)
     total = np.zeros_like(mean_s)
-    t_out = np.broadcast_to(np.asarray(timeout_s, dtype=float), mean_s.shape)
     # a response whose mean is a small fraction of the timeout practically never outlives it
-    live = np.flatnonzero(mean_s > t_out / 100.0)
+    live = np.flatnonzero(mean_s > np.asarray(timeout_s) / 100.0)
     if live.size == 0:
         return total
     m = mean_s[live]
-    sig = np.broadcast_to(np.asarray(sigma, dtype=float), mean_s.shape)[live]
-    step = t_out[live].copy()
+    sig: np.ndarray | float = sigma if isinstance(sigma, float) else np.asarray(sigma, dtype=float)[live]
+    step = np.full(live.size, timeout_s) if np.isscalar(timeout_s) else np.asarray(timeout_s)[live]
     due = np.zeros_like(m)
     acc = np.zeros_like(m)
     for _ in range(max_resends):
