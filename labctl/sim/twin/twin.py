@@ -253,7 +253,10 @@ class PhysicalTwin:
     def copy_status(self, job_id: str) -> CopyJob:
         with self._lock:
             self._sync()
-            return _job(self.model.copies[job_id], self.model.topo.client_names)
+            rec = self.model.copies[job_id]
+            running = rec.finished is None and rec.failed is None
+            eta = self.model.copy_eta_s(rec.client) if running else None
+            return _job(rec, self.model.topo.client_names, eta)
 
     # --- storage arrays ------------------------------------------------------------------------
     def lun_counters(self, array: str) -> tuple[LunCounters, ...]:
@@ -291,7 +294,7 @@ class PhysicalTwin:
         return [m.name for m in self.lab.machines.values() if m.kind is kind]
 
 
-def _job(rec: CopyRecord, names: list[str]) -> CopyJob:
+def _job(rec: CopyRecord, names: list[str], eta_lab_s: float | None = None) -> CopyJob:
     return CopyJob(
         rec.job_id,
         names[rec.client],
@@ -301,4 +304,5 @@ def _job(rec: CopyRecord, names: list[str]) -> CopyJob:
         rec.started,
         rec.finished,
         rec.failed,
+        eta_lab_s,
     )
