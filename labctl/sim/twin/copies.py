@@ -208,7 +208,7 @@ def _alone(
     local_per_b = p.copy_local_s_per_gb / 1e9
     smb = float(min(p.copy_smb_requests_in_flight, p.smb_max_mpx_count))
     if r_local and w_local:  # one streaming request in flight: a read, then a write, per 32 KB
-        bps = b_r / (resp_r + resp_w + 2 * b_r * local_per_b)
+        bps = b_r / (resp_r + resp_w + b_r * local_per_b)
     else:
         k_r = 1.0 if r_local else smb
         k_w = 1.0 if w_local else smb
