@@ -61,8 +61,10 @@ from labctl.sim.twin.workload import (
 KB = 1024.0
 # Step sizes. The queueing solution is quasi-static (re-solved every step), so the step only has to
 # resolve how fast the load changes (phases of seconds, controller caches filling over tens of
-# seconds), not the response times themselves.
-DT_BUSY_S = 0.05
+# seconds), not the response times themselves. 0.1 s while clients boot gives the 2007 storm
+# table of 0.05 s to within 0.1 s of boot time and 1 point of CPU (0.2 s begins to shift peaks),
+# at half the cost, which a live lab at 60x needs.
+DT_BUSY_S = 0.1
 DT_LIGHT_S = 0.1
 DT_QUIET_S = 0.25
 DT_IDLE_S = 1.0  # only booted clients idling: background I/O changes nothing faster
@@ -230,6 +232,7 @@ class TwinModel:
         self.client_server_name = np.asarray(topo.client_server, dtype=object)
         self.copies: dict[str, CopyRecord] = {}
         self.copy_list: list[CopyRecord] = []
+        self._copy_cache: tuple[bytes, _CopyStatic] | None = None  # the copiers' fixed costs
         # --- static per-client numbers, and the cost templates ---
         self._static_client_arrays()
         self.fx = StationFacts(
@@ -695,14 +698,13 @@ class TwinModel:
         if any_copy:
             k = np.flatnonzero(copying)
             cp = self._copy_rows(act[k])
-            body = cp.costs.stack().transpose(2, 0, 1)[:, :, roles]  # (cols, 6, R')
-            assert cp.costs.io_r is not None
-            ahead = (cp.costs.io_r - cp.costs.visit_r).T[:, roles]  # (cols, R')
+            body = cp.body[:, :, roles]  # (cols, 6, R')
+            ahead = cp.ahead[:, roles]  # (cols, R')
             a_cols, b_cols = np.arange(k.size), k.size + np.arange(cp.b_clients.size)
             n_req, chunk_base = n_req.copy(), chunk.copy()
             # the copy's first channel takes the client's row...
             wr[k], ww[k], lr[k], lw[k], vr[k], vw[k] = (body[a_cols, j] for j in range(6))
-            fixed_r[k], fixed_w[k] = cp.costs.fixed_r[a_cols], cp.costs.fixed_w[a_cols]
+            fixed_r[k], fixed_w[k] = cp.fixed[0, a_cols], cp.fixed[1, a_cols]
             window, seek_w = np.full(act.size, window), np.ones(act.size)
             udp = np.ones(act.size, dtype=bool)
             p_read[k], think[k], window[k] = cp.p_read[a_cols], cp.think[a_cols], cp.window[a_cols]
@@ -718,8 +720,8 @@ class TwinModel:
                 wr, ww, lr, lw, vr, vw = (
                     np.concatenate([x, body[b_cols, j]]) for j, x in enumerate((wr, ww, lr, lw, vr, vw))
                 )
-                fixed_r = np.concatenate([fixed_r, cp.costs.fixed_r[b_cols]])
-                fixed_w = np.concatenate([fixed_w, cp.costs.fixed_w[b_cols]])
+                fixed_r = np.concatenate([fixed_r, cp.fixed[0, b_cols]])
+                fixed_w = np.concatenate([fixed_w, cp.fixed[1, b_cols]])
                 p_read, think, window, wbytes, seek_w, udp = (
                     np.concatenate([x, getattr(cp, name)[b_cols]])
                     for x, name in (
@@ -774,15 +776,11 @@ class TwinModel:
         the rest of its stream's data that the controller's (or the cache manager's) write-behind
         buffer holds, one positioning per run (buffer / sequential streams on the volume).
         """
-        p, topo, n = self.p, self.topo, self.n
+        p, n = self.p, self.n
         a = idx.size
-        src, dst = self.cp_src[idx], self.cp_dst[idx]
-        rkb, wkb = self.cp_rkb[idx], self.cp_wkb[idx]
+        st = self._copy_static(idx)
+        src, rkb = st.src, st.rkb
         size = self.cp_size[idx]
-        two = self.cp_two[idx]
-        n_r = np.maximum(1.0, size / KB / rkb)
-        n_w = np.maximum(1.0, size / KB / wkb)
-        local = p.copy_local_s_per_gb * size / 1e9 * self.local_factor[idx]
         pos = (self.cp_progress[idx] * size / KB / p.cache_chunk_kb).astype(np.int64)
         chunk = self.table.copy_base_chunk + pos  # the source file inside the image
         factor = np.where(src == SRC_VDISK, np.minimum(1.0, rkb / p.cache_read_io_kb), 0.0)
@@ -791,6 +789,63 @@ class TwinModel:
         smb = src == SRC_SMB
         if self.share_cache is not None and smb.any():
             miss_sh[smb] = ~self.share_cache.hit(pos[smb]) * np.minimum(1.0, rkb[smb] / p.cache_read_io_kb)
+        # coupling: last step's response times say how fast each side could go alone
+        two, b_cl = st.two, idx[st.two]
+        r_a = np.where(two, self.resp_r[idx], 0.0)
+        r_b = np.zeros(a)
+        r_b[two] = self.resp_w[n + b_cl]
+        free_a = _byte_rate(rkb * KB, st.win_r, st.z_a, r_a)
+        free_b = _byte_rate(st.wkb * KB, st.win_w, np.zeros(a), r_b)
+        pace = np.minimum(free_a, free_b)
+        hold_a = np.where(two, _hold_s(rkb * KB, st.win_r, st.z_a, r_a, pace), 0.0)
+        hold_b = _hold_s(st.wkb * KB, st.win_w, np.zeros(a), r_b, pace)
+        # the costs are linear in cache misses and controller fullness: combine the templates
+        sel, keep = st.sel, np.where(st.is_b, 0.0, 1.0)
+        coef = np.stack(
+            [
+                np.ones(sel.size),
+                miss[sel] * keep,
+                far[sel] * keep,
+                miss_sh[sel] * keep,
+                self._full_frac[st.vol][sel],
+            ]
+        )
+        q = np.einsum("kxrc,kc->xrc", st.tpl, coef)  # (7, roles, cols)
+        fixed = np.einsum("kxc,kc->xc", st.tpl_fixed, coef)  # (2, cols)
+        think = np.where(st.is_b, hold_b[sel], st.z_a[sel] + hold_a[sel])
+        return _CopyRows(
+            body=q[:6].transpose(2, 0, 1),
+            ahead=(q[6] - q[4]).T,
+            fixed=fixed,
+            p_read=st.p_read,
+            think=think,
+            window=st.window,
+            wbytes=st.wkb[sel] * KB,
+            seek_w=st.seek_w[sel],
+            udp=st.udp,
+            n_req=st.n_req,
+            chunk=chunk,
+            clients=idx,
+            two=two,
+            b_clients=b_cl,
+            read_b=rkb * KB,
+            write_b=st.wkb * KB,
+        )
+
+    def _copy_static(self, idx: np.ndarray) -> _CopyStatic:
+        """What does not change while the same clients copy: routes, windows, runs, cost templates."""
+        key = b"".join(a.tobytes() for a in (idx, self.cp_src[idx], self.cp_dst[idx], self.cp_size[idx]))
+        if self._copy_cache is not None and self._copy_cache[0] == key:
+            return self._copy_cache[1]
+        p, topo = self.p, self.topo
+        a = idx.size
+        src, dst = self.cp_src[idx], self.cp_dst[idx]
+        rkb, wkb = self.cp_rkb[idx], self.cp_wkb[idx]
+        size = self.cp_size[idx]
+        two = self.cp_two[idx]
+        n_r = np.maximum(1.0, size / KB / rkb)
+        n_w = np.maximum(1.0, size / KB / wkb)
+        local = p.copy_local_s_per_gb * size / 1e9 * self.local_factor[idx]
         vol = np.where(
             dst == DST_WC, topo.role_station[Role.WC_VOL, idx], topo.role_station[Role.SH_VOL, idx]
         )
@@ -799,67 +854,62 @@ class TwinModel:
         seek_w = wkb * KB / run_b
         seek_r = np.full(a, min(1.0, p.cache_read_io_kb / p.cache_chunk_kb))
         smb_window = float(min(p.copy_smb_requests_in_flight, p.smb_max_mpx_count))
-        win_r = np.where(src == SRC_VDISK, float(p.client_outstanding_requests), smb_window)
-        win_w = np.where(dst == DST_WC, float(p.client_outstanding_requests), smb_window)
-        # coupling: last step's response times say how fast each side could go alone
-        b_cl = idx[two]
-        r_a = np.where(two, self.resp_r[idx], 0.0)
-        r_b = np.zeros(a)
-        r_b[two] = self.resp_w[n + b_cl]
-        z_a = np.where(two, local / n_r, local / (n_r + n_w))
-        free_a = _byte_rate(rkb * KB, win_r, z_a, r_a)
-        free_b = _byte_rate(wkb * KB, win_w, np.zeros(a), r_b)
-        pace = np.minimum(free_a, free_b)
-        hold_a = np.where(two, _hold_s(rkb * KB, win_r, z_a, r_a, pace), 0.0)
-        hold_b = _hold_s(wkb * KB, win_w, np.zeros(a), r_b, pace)
+        one = float(p.client_outstanding_requests)
+        win_r = np.where(src == SRC_VDISK, one, smb_window)
+        win_w = np.where(dst == DST_WC, one, smb_window)
         # columns: first channel of every copier, then the second channel of the two-stream ones
+        b_cl = idx[two]
         cols = np.concatenate([idx, b_cl])
         sel = np.concatenate([np.arange(a), np.flatnonzero(two)])
         is_b = np.concatenate([np.zeros(a, dtype=bool), np.ones(b_cl.size, dtype=bool)])
-        zero_b = np.where(is_b, 0.0, 1.0)
-        full = self._full_frac[vol]
-        costs = request_costs(
-            p,
-            self.fx,
-            topo.role_station[:, cols],
-            src[sel],
-            dst[sel],
-            rkb[sel] * KB,
-            wkb[sel] * KB,
-            miss[sel] * zero_b,
-            far[sel] * zero_b,
-            miss_sh[sel] * zero_b,
-            full[sel],
-            topo.vdisk_remote[cols],
-            topo.wc_remote[cols],
-            topo.client_link_rate[cols],
-            seek_r=seek_r[sel],
-            seek_w=seek_w[sel],
-            read_ahead=~is_b,
-        )
-        # first channel: the whole copy (local to local) or its source side; second: destination
-        p_read = np.where(is_b, 0.0, np.where(two[sel], 1.0, (n_r / (n_r + n_w))[sel]))
-        think = np.where(is_b, hold_b[sel], z_a[sel] + hold_a[sel])
-        window = np.where(
-            is_b, win_w[sel], np.where(two[sel], win_r[sel], float(p.client_outstanding_requests))
-        )
-        udp = np.where(is_b, dst[sel] == DST_WC, np.where(two[sel], src[sel] == SRC_VDISK, True))
-        return _CopyRows(
-            costs=costs,
-            p_read=p_read,
-            think=think,
-            window=window,
-            wbytes=wkb[sel] * KB,
-            seek_w=seek_w[sel],
-            udp=udp,
-            n_req=np.where(two, n_r, n_r + n_w),
-            chunk=chunk,
-            clients=idx,
+        c = cols.size
+        zero = np.zeros(c)
+
+        def costs(miss: float, far: float, miss_sh: float, full: float) -> Costs:
+            return request_costs(
+                p,
+                self.fx,
+                topo.role_station[:, cols],
+                src[sel],
+                dst[sel],
+                rkb[sel] * KB,
+                wkb[sel] * KB,
+                zero + miss,
+                zero + far,
+                zero + miss_sh,
+                zero + full,
+                topo.vdisk_remote[cols],
+                topo.wc_remote[cols],
+                topo.client_link_rate[cols],
+                seek_r=seek_r[sel],
+                seek_w=seek_w[sel],
+                read_ahead=~is_b,
+            )
+
+        base = costs(0, 0, 0, 0)
+        slopes = [costs(*unit) for unit in ((1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1))]
+        static = _CopyStatic(
+            src=src,
+            rkb=rkb,
+            wkb=wkb,
             two=two,
-            b_clients=b_cl,
-            read_b=rkb * KB,
-            write_b=wkb * KB,
+            vol=vol,
+            seek_w=seek_w,
+            win_r=win_r,
+            win_w=win_w,
+            z_a=np.where(two, local / n_r, local / (n_r + n_w)),
+            n_req=np.where(two, n_r, n_r + n_w),
+            sel=sel,
+            is_b=is_b,
+            # first channel: the whole copy (local to local) or its source side; second: destination
+            p_read=np.where(is_b, 0.0, np.where(two[sel], 1.0, (n_r / (n_r + n_w))[sel])),
+            window=np.where(is_b, win_w[sel], np.where(two[sel], win_r[sel], one)),
+            udp=np.where(is_b, dst[sel] == DST_WC, np.where(two[sel], src[sel] == SRC_VDISK, True)),
+            tpl=np.stack([_body(base)] + [_body(c) - _body(base) for c in slopes]),
+            tpl_fixed=np.stack([_fixed(base)] + [_fixed(c) - _fixed(base) for c in slopes]),
         )
+        self._copy_cache = (key, static)
+        return static
 
     def _reorder_factor(self) -> np.ndarray:
         """Per station: how much shorter positioning gets with the current queue (1: no gain).
@@ -1014,13 +1064,16 @@ class TwinModel:
             self.credit[i] = late
 
     def _touch_caches(self, act: np.ndarray, chunk: np.ndarray, dx: np.ndarray, copying: np.ndarray) -> None:
-        reading = self.miss_factor[self.phase[act]] > 0
+        # who reads the image now: booting/idle clients, and copies whose source is on the vDisk
+        reading = (self.miss_factor[self.phase[act]] > 0) & ~copying
+        reading |= copying & (self.cp_src[act] == SRC_VDISK)
         ck = self.client_cache_key[act]
         tb = self.table
+        file_chunks = self.cp_size[act] / (self.p.cache_chunk_kb * KB)
         for key_i, key in enumerate(self.cache_keys):
-            sel = np.flatnonzero((ck == key_i) & (reading | copying))
+            sel = np.flatnonzero((ck == key_i) & reading)
             if sel.size:
-                per = np.where(copying[sel], 1, tb.region_chunks[self.phase[act[sel]]])
+                per = np.where(copying[sel], file_chunks[sel], tb.region_chunks[self.phase[act[sel]]])
                 span = np.minimum((dx[sel] * per).astype(np.int64) + 1, 64)
                 touched = chunk[sel] if int(span.max()) == 1 else _expand(chunk[sel], span)
                 self.caches[key].touch(touched, self.t)
@@ -1150,7 +1203,10 @@ class TwinModel:
 class _CopyRows:
     """The request streams of the copying clients for one step (see ``TwinModel._copy_rows``)."""
 
-    costs: Costs  # columns: the first channel of every copier, then the second channels
+    # columns: the first channel of every copier, then the second channels
+    body: np.ndarray  # (cols, 6, roles): work, latency, visits of a read and of a write
+    ahead: np.ndarray  # (cols, roles): disk reads nobody waits for (read-ahead)
+    fixed: np.ndarray  # (2, cols): no-queue delay of a read, of a write
     p_read: np.ndarray  # per column
     think: np.ndarray
     window: np.ndarray
@@ -1164,6 +1220,41 @@ class _CopyRows:
     b_clients: np.ndarray
     read_b: np.ndarray  # per copier: bytes per read / write request
     write_b: np.ndarray
+
+
+@dataclass
+class _CopyStatic:
+    """Per copier (or per column), fixed while the same clients copy (see ``_copy_static``)."""
+
+    src: np.ndarray
+    rkb: np.ndarray
+    wkb: np.ndarray
+    two: np.ndarray
+    vol: np.ndarray  # the volume each copy writes
+    seek_w: np.ndarray  # positionings per write: the write over its stream's buffered run
+    win_r: np.ndarray
+    win_w: np.ndarray
+    z_a: np.ndarray  # local work per request of the first channel
+    n_req: np.ndarray
+    sel: np.ndarray  # column -> copier
+    is_b: np.ndarray  # column is a second channel
+    p_read: np.ndarray  # per column
+    window: np.ndarray
+    udp: np.ndarray
+    # the cost templates, linear in (1, miss, far miss, share miss, full): the costs with every chunk
+    # cached and every buffer empty, then per unit of each; work, latency, visits and disk reads
+    tpl: np.ndarray  # (5, 7, roles, cols): work_r, work_w, lat_r, lat_w, visit_r, visit_w, io_r
+    tpl_fixed: np.ndarray  # (5, 2, cols): fixed_r, fixed_w
+
+
+def _fixed(c: Costs) -> np.ndarray:
+    return np.stack([c.fixed_r, c.fixed_w])
+
+
+def _body(c: Costs) -> np.ndarray:
+    """The per-role arrays of a cost, stacked: work, latency and visits (read, write), disk reads."""
+    assert c.io_r is not None
+    return np.concatenate([c.stack(), c.io_r[None]])
 
 
 def _byte_rate(size_b: np.ndarray, window: np.ndarray, think_s: np.ndarray, resp_s: np.ndarray) -> np.ndarray:
