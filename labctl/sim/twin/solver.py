@@ -198,10 +198,12 @@ def resends_while_waiting(
     wait = np.maximum(np.asarray(wait_s, dtype=float), 0.0)
     if backoff <= 1.0 or timeout_s >= max_timeout_s:
         return np.floor(wait / min(timeout_s, max_timeout_s))
+    geo = np.floor(np.log(wait * (backoff - 1.0) / timeout_s + 1.0) / np.log(backoff))
+    if not np.isfinite(max_timeout_s):
+        return geo
     # geometric part: k timeouts take T (b^k - 1) / (b - 1) until the interval reaches the cap
     k_cap = max(0.0, np.ceil(np.log(max_timeout_s / timeout_s) / np.log(backoff)))
     t_cap = timeout_s * (backoff**k_cap - 1.0) / (backoff - 1.0)
-    geo = np.floor(np.log(wait * (backoff - 1.0) / timeout_s + 1.0) / np.log(backoff))
     linear = k_cap + np.floor((wait - t_cap) / max_timeout_s)
     return np.where(wait < t_cap, geo, linear)
 
