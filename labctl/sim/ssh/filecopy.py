@@ -10,6 +10,8 @@ the job finished, printing ``        1 file(s) copied.`` (8 spaces), exit 0. A m
 
 from __future__ import annotations
 
+import asyncio
+
 from labctl.clock import LabClock
 from labctl.sim.ssh.cmdline import Segment
 from labctl.sim.ssh.files import NOT_FOUND, PathError, PathKind, WinPath
@@ -77,9 +79,11 @@ async def copy(sh: Shell, seg: Segment) -> int:
 
     twin = sh.ctx.twin
     clock = sh.ctx.clock
-    job = twin.start_copy(machine.name, _location(src), _location(dst), size)
+    # The twin may be stepping its model for another caller (it holds its lock meanwhile): ask it
+    # from a worker thread, so the SSH server's event loop keeps serving the other sessions.
+    job = await asyncio.to_thread(twin.start_copy, machine.name, _location(src), _location(dst), size)
     while True:
-        job = twin.copy_status(job.job_id)
+        job = await asyncio.to_thread(twin.copy_status, job.job_id)
         if job.finished_lab_s is not None or job.failed:
             break
         if sh.drop_armed and clock.now() - job.started_lab_s >= DROP_AFTER_LAB_S:
