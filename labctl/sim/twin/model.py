@@ -425,7 +425,8 @@ class TwinModel:
                 t = min(t, box.pending[0][0])
         return t
 
-    def advance_to(self, target: float, max_dt: float | None = None) -> None:
+    def advance_to(self, target: float, max_dt: float | None = None, min_dt: float | None = None) -> None:
+        """Step the model to lab time ``target``; ``min_dt`` coarsens the steps (a lagging live lab)."""
         while self.t < target - 1e-9:
             self._advance_boxes(self.t)
             self._timed_transitions()
@@ -436,7 +437,7 @@ class TwinModel:
                 self._idle_interval(t_next - self.t)
                 self.t = t_next
                 continue
-            dt = self._step_size(streaming)
+            dt = self._step_size(streaming, min_dt)
             if max_dt is not None:
                 dt = min(dt, max_dt)
             dt = min(dt, target - self.t)
@@ -445,7 +446,7 @@ class TwinModel:
         self._advance_boxes(self.t)
         self._timed_transitions()
 
-    def _step_size(self, streaming: np.ndarray) -> float:
+    def _step_size(self, streaming: np.ndarray, min_dt: float | None = None) -> float:
         u = float(self.util[~self.is_volume].max(initial=0.0))
         uq = float(self.customers[self.is_volume].max(initial=0.0))
         if u > 0.3 or uq > 1.0:
@@ -462,6 +463,8 @@ class TwinModel:
             dt = DT_IDLE_S
         else:
             dt = DT_QUIET_S
+        if min_dt is not None:
+            dt = max(dt, min_dt)
         # a lone client (1-client boots) is measured to the phase: land on its phase ends
         idx = np.flatnonzero(streaming & (self.phase <= Phase.SETTLE))
         if 0 < idx.size <= 4:
