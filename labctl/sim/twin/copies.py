@@ -43,6 +43,7 @@ class CopyCellResult:
     t: np.ndarray  # sample times, lab s after the copies started
     cpu_pct: dict[str, np.ndarray]
     nic_out_pct: dict[str, np.ndarray]
+    nic_in_pct: dict[str, np.ndarray]
     disk_queue: dict[str, np.ndarray]
     mem_available_mb: dict[str, np.ndarray]
     copy_s: np.ndarray  # per copier (nan: did not finish)
@@ -109,6 +110,7 @@ def run_copy_cell(
         t=np.asarray(sampler.times) - t0,
         cpu_pct=sampler.series("cpu"),
         nic_out_pct=sampler.series("nic"),
+        nic_in_pct=sampler.series("nicin"),
         disk_queue=sampler.series("queue"),
         mem_available_mb=sampler.series("mem"),
         copy_s=copy_s,

@@ -158,11 +158,12 @@ class Sampler:
         raw: dict[str, float] = {}
         for name, node in m.topo.servers.items():
             raw[f"cpu|{name}"] = float(m.busy_s[node.cpu]) / float(m.topo.m[node.cpu])
-            for j, st in enumerate(node.nic_out):
-                # Bytes Sent as the counter counts them, over Current Bandwidth (bits), as perfmon does
-                raw[f"nic|{name}/{j}"] = (
-                    float(m.busy_s[st]) * node.nic_rate * 8.0 / (node.hw.nics.speed_gbps * 1e9)
-                )
+            for j, (st, st_in) in enumerate(zip(node.nic_out, node.nic_in, strict=True)):
+                # Bytes Sent (Received) as the counter counts them, over Current Bandwidth (bits),
+                # as perfmon does
+                per_busy_s = node.nic_rate * 8.0 / (node.hw.nics.speed_gbps * 1e9)
+                raw[f"nic|{name}/{j}"] = float(m.busy_s[st]) * per_busy_s
+                raw[f"nicin|{name}/{j}"] = float(m.busy_s[st_in]) * per_busy_s
             raw[f"mem|{name}"] = node.hw.ram_gb * 1024.0 - m.memory_used_mb(name)
             for v in node.volumes:
                 key = f"{name}:{v.volume.name}"
@@ -180,7 +181,7 @@ class Sampler:
                 kind = k.split("|", 1)[0]
                 if kind == "mem":
                     row[k] = v
-                elif kind in ("cpu", "nic"):
+                elif kind in ("cpu", "nic", "nicin"):
                     row[k] = min(100.0, 100.0 * (v - self.prev[k]) / dt)
                 elif kind == "queue":
                     row[k] = (v - self.prev[k]) / dt
