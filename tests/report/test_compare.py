@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from labctl.recorder import read_series
+from labctl.recorder import read_cell_verdicts, read_series
+from labctl.recorder.atomic import write_json_atomic
 from labctl.recorder.cells import read_cell_summaries, write_cell_summary
+from labctl.records.run_record import Outcome
 from labctl.report.compare import compare_runs
 from tests.report.synthetic import make_run
 
@@ -41,6 +43,12 @@ def test_slower_boots_a_lost_cell_and_a_worse_verdict_regress(tmp_path: Path) ->
         c["boot_time_s"] += 10  # 36 s -> 46 s: beyond 10 % + 2 s
     s["outcome"] = "fail"
     write_cell_summary(run, "boot_storm-standalone-050", {k: v for k, v in s.items() if k != "cell"})
+    # the synthetic run is judged (verdicts.json), and compare reads the verdict from there
+    verdict = read_cell_verdicts(run)["boot_storm-standalone-050"]
+    write_json_atomic(
+        run / "cells/boot_storm-standalone-050/verdicts.json",
+        verdict.model_copy(update={"outcome": Outcome.FAIL}),
+    )
     res = compare_runs(run, base)
     bad = {(r.cell, r.quantity, r.status) for r in res.regressed}
     assert ("boot_storm-standalone-050", "boot_time_s mean", "regressed") in bad
