@@ -252,8 +252,8 @@ def build_allure(
 
 FIGURES_LINK = (
     # a tab on the left edge: outside Allure's centred page at any usual width, over nothing it needs
-    '<a href="figures.html" title="The paper\'s figure set for this run: boot time and retries vs group size, '
-    'server counters over time per group size" style="position:fixed;left:0;top:40%;z-index:9999;'
+    '<a href="figures.html" title="The paper\'s figure set for this run: results by cell, the boot storm, '
+    'the copy/reboot matrix, standalone vs HA" style="position:fixed;left:0;top:40%;z-index:9999;'
     "writing-mode:vertical-rl;transform:rotate(180deg);padding:14px 7px;border-radius:0 8px 8px 0;"
     "background:#1f2d3d;color:#fff;font:600 13px/1 sans-serif;letter-spacing:.04em;text-decoration:none;"
     'box-shadow:0 1px 4px rgba(0,0,0,.25)">Figures &#8599;</a>'

@@ -312,13 +312,16 @@ def grouped_bars(
     legend_title: str | None = None,
     note: str = "",
     labels: bool = True,
+    width_in: float = WIDTH_IN,
 ) -> Figure:
     """Bars side by side in each group (the paper's figures 9 and 10), min..max as whiskers,
-    each bar's value above it; a bar from a cell not fully measured is hatched."""
-    fig = new_figure()
+    each bar's value above it; a bar from a cell not fully measured is hatched. ``width_in``:
+    a wider figure for many groups."""
+    fig = new_figure(width=width_in)
     ax = fig.add_subplot()
     n = max(len(bars), 1)
-    width = min(0.8 / n, 0.22)  # two bars in one group stay bars, not slabs
+    width = 0.8 / n if len(groups) > 2 else min(0.8 / n, 0.22)  # one group's two bars stay bars, not slabs
+    crowded = n * len(groups) / (width_in / WIDTH_IN) > 16  # value labels stand up
     any_partial = False
     top = 0.0
     for i, b in enumerate(bars):
@@ -356,12 +359,12 @@ def grouped_bars(
                     xytext=(0, 2),
                     ha="center",
                     va="bottom",
-                    fontsize=6 if n * len(groups) <= 16 else 5.5,
-                    rotation=0 if n * len(groups) <= 16 else 90,
+                    fontsize=5.5 if crowded else 6,
+                    rotation=90 if crowded else 0,
                 )
-    ax.set_xticks(range(len(groups)), list(groups))
+    ax.set_xticks(range(len(groups)), list(groups), fontsize=7 if len(groups) > 8 else None)
     ax.set_xlim(-0.5, len(groups) - 0.5)
-    ax.set_ylim(bottom=0, top=top * 1.15 if top > 0 else 1)
+    ax.set_ylim(bottom=0, top=top * (1.25 if crowded else 1.15) if top > 0 else 1)
     ax.grid(axis="x", visible=False)
     ax.set_title(title, loc="left")
     ax.set_xlabel(xlabel)

@@ -38,13 +38,14 @@ header p{margin:2px 0;color:#c9d3de;font-size:13px}
 header p.alert{color:#fff;background:#8a4b00;display:inline-block;padding:4px 8px;border-radius:4px;margin-top:6px}
 main{padding:8px 28px 40px 28px;max-width:1500px}
 nav{font-size:12px;margin:10px 0 0 0;line-height:1.7}
-nav a{color:#1f4e79;margin-right:12px;text-decoration:none}
+nav a{color:#1f4e79;margin-right:14px;text-decoration:none;white-space:nowrap;display:inline-block}
 h2{font-size:18px;margin:28px 0 4px 0;border-bottom:1px solid #d5dae0;padding-bottom:4px}
 h3{font-size:15px;margin:20px 0 4px 0}
 p.intro{margin:4px 0 12px 0;color:#4a5560;font-size:13px}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(620px,1fr));gap:14px}
 figure{background:#fff;border:1px solid #dde2e7;border-radius:6px;margin:0;padding:8px 8px 6px 8px}
 figure svg{width:100%;height:auto;display:block}
+figure.wide{grid-column:1 / -1}
 figcaption{font-size:12px;color:#4a5560;padding:4px 4px 0 4px}
 .scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;background:#fff;font-size:12px;margin-top:8px}
@@ -139,7 +140,8 @@ def figures_html(run: Any) -> str:
         )
         body.append('<div class="grid">')
         for f in sec.figures:
-            body.append(f"<figure>{f.svg}<figcaption>{html.escape(f.caption)}</figcaption></figure>")
+            cls = ' class="wide"' if f.wide else ""
+            body.append(f"<figure{cls}>{f.svg}<figcaption>{html.escape(f.caption)}</figcaption></figure>")
         body.append("</div>")
     body.append("</main>")
     body.append(

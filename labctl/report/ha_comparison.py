@@ -170,7 +170,7 @@ def side_by_side(run: Any, params: Any = None) -> SideBySide:
 def _label(key: str) -> str:
     words = key.split()
     if words[:2] == ["boot", "storm"]:
-        return f"{words[2]} clients"
+        return words[2]  # the axis says "clients woken at once"
     c, _, r = words[1].partition("x")
     a, _, b = (words[2] if len(words) > 2 else "").partition("_to_")
     return f"{c}/{r}\n{a} →\n{b}"
@@ -237,6 +237,7 @@ def _figs(rows: Sequence[HaRow], what: str, xlabel: str, who: str) -> list[Fig]:
             {f"{cfg}: {r[cfg].write_cache_disk}" for r in rows for cfg in CONFIGS if r[cfg].write_cache_disk}
         )
     )
+    wide = len(groups) > 8  # the whole matrix side by side: across the page
     out = []
     for title, ylabel, mean, lo, hi, caption in CHARTS:
         figure = charts.grouped_bars(
@@ -246,13 +247,10 @@ def _figs(rows: Sequence[HaRow], what: str, xlabel: str, who: str) -> list[Fig]:
             xlabel=xlabel,
             ylabel=ylabel,
             legend_title="configuration",
+            width_in=2 * charts.WIDTH_IN if wide else charts.WIDTH_IN,
         )
-        out.append(
-            fig(
-                figure,
-                caption.format(who=who, disks=disks or "not named") + " Cells that broke off are left out.",
-            )
-        )
+        text = caption.format(who=who, disks=disks or "not named") + " Cells that broke off are left out."
+        out.append(fig(figure, text, wide=wide))
     return out
 
 

@@ -31,6 +31,7 @@ class Fig:
     svg: str
     caption: str
     title: str = ""
+    wide: bool = False  # across the page (many groups side by side)
 
 
 @dataclass
@@ -41,12 +42,12 @@ class Section:
     level: int = 2  # h2 or h3
 
 
-def fig(figure: object, caption: str) -> Fig:
+def fig(figure: object, caption: str, *, wide: bool = False) -> Fig:
     title = ""
     axes = getattr(figure, "axes", [])
     if axes:
         title = axes[0].get_title(loc="left")
-    return Fig(charts.svg(figure), caption, title)  # type: ignore[arg-type]
+    return Fig(charts.svg(figure), caption, title, wide)  # type: ignore[arg-type]
 
 
 def mark(cell: CellView) -> str:
