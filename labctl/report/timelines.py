@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from labctl.records.run_record import Outcome
 from labctl.records.stats import GAP_FACTOR, silences
@@ -182,27 +183,7 @@ def counter_fig(
     return fig(figure, caption)
 
 
-def counter_figs(
-    server: str,
-    labelled: Sequence[tuple[str, CellView]],
-    *,
-    legend_title: str,
-    xlabel: str,
-    caption_tail: str = "",
-    colors: Sequence[str] | None = None,
-    title_prefix: str = "",
-) -> list[Fig]:
-    """The four server counters (CPU, used memory, NIC, disk queue) over time."""
-    return [
-        counter_fig(
-            c,
-            server,
-            labelled,
-            legend_title=legend_title,
-            xlabel=xlabel,
-            caption_tail=caption_tail,
-            colors=colors,
-            title_prefix=title_prefix,
-        )
-        for c in COUNTERS
-    ]
+def counter_figs(server: str, labelled: Sequence[tuple[str, CellView]], **options: Any) -> list[Fig]:
+    """The four server counters (CPU, used memory, NIC, disk queue) over time: :func:`counter_fig`
+    of each, with the same ``options``."""
+    return [counter_fig(c, server, labelled, **options) for c in COUNTERS]
