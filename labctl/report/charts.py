@@ -7,6 +7,7 @@ into bytes with no external references (no fonts or images fetched, no metadata 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import re
@@ -19,6 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch, PathPatch
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -57,12 +59,17 @@ def new_figure(width: float = WIDTH_IN, height: float = HEIGHT_IN) -> Figure:
 
 
 def svg(fig: Figure) -> str:
-    """The figure as an inline SVG element (no XML prolog, no metadata)."""
+    """The figure as an inline SVG element (no XML prolog, no metadata), its ids its own: many
+    charts share one page, and matplotlib's ids (clip paths, hatch patterns) repeat across
+    figures, so a chart could take another's hatch or clip."""
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     text = buf.getvalue()
     text = text[text.index("<svg") :]
-    return re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
+    token = "f" + hashlib.sha256(text.encode()).hexdigest()[:8]  # the same figure, the same ids
+    text = re.sub(r'\bid="([^"]+)"', rf'id="{token}-\1"', text)
+    return re.sub(r"(url\(#|href=\"#)([^)\"]+)", rf"\g<1>{token}-\2", text)
 
 
 def png(fig: Figure, dpi: int = DPI) -> bytes:
@@ -134,6 +141,23 @@ def _note(ax: Axes, note: str) -> None:
         )
 
 
+def hatched(color: str, alpha: float = 0.3) -> tuple[Patch, Patch]:
+    """A legend key for a hatched area: its tint and its hatch as two patches, drawn one over the
+    other (in SVG a hatch drawn with a translucent face takes the face's opacity and vanishes)."""
+    return (
+        Patch(facecolor=matplotlib.colors.to_rgba(color, alpha), linewidth=0),
+        Patch(facecolor="none", edgecolor=color, hatch="////", linewidth=0),
+    )
+
+
+def _idle_scale(ax: Axes, least: float = 1.0) -> None:
+    """An axis of values that all stay near zero (an idle disk queue, no retries) runs to at least
+    ``least``: autoscaled to 0.05 it would make noise look like load."""
+    bottom, top = ax.get_ylim()
+    if bottom >= 0 and top < least:
+        ax.set_ylim(bottom=bottom, top=least)
+
+
 def over_time(
     title: str,
     lines: Sequence[Line],
@@ -148,8 +172,6 @@ def over_time(
 ) -> Figure:
     """Several series on one time axis (one line per group size, per copiers/rebooters ...).
     ``limits``: horizontal reference lines (value, label), e.g. a criterion's pass limit."""
-    from matplotlib.patches import Patch
-
     fig = new_figure()
     gapped = [ln for ln in lines if ln.gaps]
     strip: Axes | None = None
@@ -183,7 +205,8 @@ def over_time(
             ax.plot(lone_x, lone_y, ".", color=drawn.get_color(), markersize=4)
     for value, label in limits:
         ax.axhline(value, color=BAD, linestyle=":", linewidth=1.2, label=label)
-    handles, labels = ax.get_legend_handles_labels()
+    handles: list[Any] = list(ax.get_legend_handles_labels()[0])
+    labels = [str(h.get_label()) for h in handles]
     if strip is not None:
         for k, ln in enumerate(gapped):
             lane = len(gapped) - 1 - k  # first line on top, as in the legend
@@ -197,19 +220,31 @@ def over_time(
         strip.set_ylabel("gaps", rotation=0, ha="right", va="center", fontsize=7, color="#555")
         strip.set_xlabel(xlabel)
         ax.tick_params(labelbottom=False)
-        handles.append(Patch(color=GAP_COLOR, label="no samples: bars under the chart"))
+        handles.append(Patch(color=GAP_COLOR))
+        labels.append("no samples: bars under the chart")
     elif gapped:
         ln = gapped[0]
+        color = ln.color or GAP_COLOR
+        face = matplotlib.colors.to_rgba(color, 0.12)
+        hatch_color = matplotlib.colors.to_rgba(color, 0.55)  # the hatch: visible for light colours too
         for a, b in ln.gaps:
-            ax.axvspan(a, b, color=ln.color or GAP_COLOR, alpha=0.15, linewidth=0, zorder=0)
-        handles.append(Patch(color=ln.color or GAP_COLOR, alpha=0.3, label="no samples (gap)"))
-    labels = [str(h.get_label()) for h in handles]
+            # the tint and the hatch apart: in SVG a hatched fill takes the face's opacity whole
+            ax.axvspan(a, b, facecolor=face, linewidth=0, zorder=0)
+            ax.axvspan(a, b, facecolor="none", edgecolor=hatch_color, hatch="//", linewidth=0, zorder=0)
+        handles.append(
+            (
+                Patch(facecolor=face, linewidth=0),
+                Patch(facecolor="none", edgecolor=hatch_color, hatch="//", linewidth=0),
+            )
+        )
+        labels.append("no samples (gap)")
     ax.set_title(title, loc="left")
     if strip is None:
         ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if ymin is not None or ymax is not None:
         ax.set_ylim(bottom=ymin, top=ymax)
+    _idle_scale(ax)
     if lines:
         # outside the axes: a storm's plateau fills the upper right where a legend would sit
         ax.legend(
@@ -274,6 +309,7 @@ def versus(
     ax.set_ylabel(ylabel)
     if ymin is not None:
         ax.set_ylim(bottom=ymin)
+    _idle_scale(ax)
     if any_hollow:
         ax.plot([], [], "o", color="#555", markerfacecolor="white", label="cell not fully measured")
     if any(ln.label for ln in lines) or any_hollow:
@@ -338,11 +374,20 @@ def grouped_bars(
                 v,
                 width=width * 0.92,
                 facecolor=matplotlib.colors.to_rgba(color, 0.3 if part else 1.0),
-                hatch="////" if part else None,
-                edgecolor=color if part else "white",  # the hatch takes the edge colour
+                edgecolor=color if part else "white",
                 linewidth=0.8 if part else 0.5,
                 label=b.label if j == next(k for k, x in enumerate(b.values) if x is not None) else None,
             )
+            if part:  # the hatch over the tint (see hatched())
+                ax.bar(
+                    pos[j],
+                    v,
+                    width=width * 0.92,
+                    facecolor="none",
+                    edgecolor=color,
+                    hatch="////",
+                    linewidth=0,
+                )
             lo = b.lo[j] if b.lo is not None else None
             hi = b.hi[j] if b.hi is not None else None
             peak = v
@@ -369,17 +414,13 @@ def grouped_bars(
     ax.set_title(title, loc="left")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
+    handles: list[Any] = list(ax.get_legend_handles_labels()[0])
+    names = [str(h.get_label()) for h in handles]
     if any_partial:
-        ax.bar(
-            [0],
-            [0],
-            facecolor=(0.6, 0.6, 0.6, 0.3),
-            edgecolor="#666",
-            hatch="////",
-            label="cell not fully measured",
-        )
+        handles.append(hatched("#666"))
+        names.append("cell not fully measured")
     if bars and any(v is not None for b in bars for v in b.values):
-        ax.legend(title=legend_title, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        ax.legend(handles, names, title=legend_title, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     else:
         _no_data(ax)
     _note(ax, note)
@@ -407,13 +448,12 @@ def grouped_boxes(
     note: str = "",
 ) -> Figure:
     """Box plots side by side in each group (median, quartiles, whiskers to 1.5 IQR, outliers)."""
-    from matplotlib.patches import Patch
-
     fig = new_figure()
     ax = fig.add_subplot()
     n = max(len(boxes), 1)
     width = min(0.8 / n, 0.22)
-    handles = []
+    handles: list[Any] = []
+    names: list[str] = []
     for i, bx in enumerate(boxes):
         pos = [g + width * (i - (n - 1) / 2) for g in range(len(groups))]
         have = [(p, list(d), j) for j, (p, d) in enumerate(zip(pos, bx.data, strict=True)) if len(d)]
@@ -434,19 +474,22 @@ def grouped_boxes(
             part = bool(bx.partial and bx.partial[j])
             color = bx.color or "#888"
             patch.set_facecolor(matplotlib.colors.to_rgba(color, 0.3 if part else 0.9))
-            if part:
-                patch.set_edgecolor(color)
-                patch.set_hatch("////")
-        handles.append(Patch(facecolor=bx.color or "#888", label=bx.label))
+            if part:  # the hatch over the tint (see hatched())
+                ax.add_patch(
+                    PathPatch(
+                        patch.get_path(),
+                        transform=patch.get_transform(),
+                        facecolor="none",
+                        edgecolor=color,
+                        hatch="////",
+                        linewidth=0,
+                    )
+                )
+        handles.append(Patch(facecolor=bx.color or "#888"))
+        names.append(bx.label)
     if any(p for bx in boxes for p in (bx.partial or [])):
-        handles.append(
-            Patch(
-                facecolor=(0.6, 0.6, 0.6, 0.3),
-                edgecolor="#666",
-                hatch="////",
-                label="cell not fully measured",
-            )
-        )
+        handles.append(hatched("#666"))
+        names.append("cell not fully measured")
     ax.set_xticks(range(len(groups)), list(groups))
     ax.set_xlim(-0.5, len(groups) - 0.5)
     ax.set_ylim(bottom=0)
@@ -455,7 +498,7 @@ def grouped_boxes(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if handles:
-        ax.legend(handles=handles, title=legend_title, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        ax.legend(handles, names, title=legend_title, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     else:
         _no_data(ax)
     _note(ax, note)

@@ -309,10 +309,15 @@ def test_ha_comparison_figures_and_side_by_side(tmp_path: Path) -> None:
     assert "ha: nas-01/E:; standalone: pvs-01/D:" in page
 
 
-def test_page_has_no_external_reference(matrix: Path) -> None:
+def test_page_has_no_external_reference_and_each_chart_its_own_ids(matrix: Path) -> None:
     page = figures_html(matrix)
     assert external_references(page) == []
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    # matplotlib repeats clip-path and hatch ids across figures: one page must not share them
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+    refs = set(re.findall(r"url\(#([^)]+)\)", page)) | set(re.findall(r'href="#([^"]+)"', page))
+    assert refs <= set(ids)
 
 
 def test_empty_run_says_why(tmp_path: Path) -> None:
