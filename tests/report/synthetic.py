@@ -14,6 +14,7 @@ shows the wrong number.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import sys
@@ -454,6 +455,40 @@ def make_run(
                         _matrix_cell(w, "copy_reboot", cfg, path, copiers, rebooters)
     w.finish()
     return run.path
+
+
+def make_untyped_run(root: Path, *, run_id: str = "20071105-100000-boot_storm-old1", **kw: Any) -> Path:
+    """A run folder as labctl wrote it before the typed record (format 1): the same samples, but a
+    ``run.json`` without the fields the model needs and flat, untyped cell summaries. Readers that
+    take only typed folders (the results store) skip it; ``labctl report`` upgrades what it can."""
+    path = make_run(root, run_id=run_id, **kw)
+    info = json.loads((path / "run.json").read_text())
+    old = {k: info[k] for k in ("run_id", "plan", "lab", "configuration", "started", "outcome")}
+    atomic_write_text(path / "run.json", json.dumps(old, indent=2))
+    for folder in sorted((path / "cells").iterdir()):
+        s = json.loads((folder / "summary.json").read_text())
+        flat = {
+            "cell": s["cell"],
+            "plan": s["plan"],
+            "scenario": s["scenario"],
+            "configuration": s["configuration"],
+            **s["parameters"],
+            "storm_start_ts_s": s["storm_start_ts_s"],
+            "window_s": WINDOW_S,
+            "server": s["entities"].get("streaming_server"),
+            "write_cache_disk": s["entities"].get("write_cache_disk"),
+            "clients": {
+                n: {
+                    "boot_time_s": c["boot_time_s"],
+                    "retries": c["retries"],
+                    "ready": c["outcome"] == "ready",
+                }
+                for n, c in s["clients"].items()
+            },
+        }
+        atomic_write_text(folder / "summary.json", json.dumps(flat, indent=2))
+        (folder / "verdicts.json").unlink(missing_ok=True)
+    return path
 
 
 if __name__ == "__main__":

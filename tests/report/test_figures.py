@@ -349,3 +349,19 @@ def test_gap_lanes_when_several_lines_have_gaps() -> None:
     assert len(two.axes) == 2  # several: a lane per line under the chart
     lanes = two.axes[1].collections
     assert len(lanes) == 2
+
+
+def test_a_run_from_before_the_typed_record_still_gets_a_page(tmp_path: Path) -> None:
+    from tests.report.synthetic import make_untyped_run
+
+    run = make_untyped_run(tmp_path, group_sizes=(5, 50))
+    page = figures_html(run)
+    rows = _rows(page)
+    assert list(rows) == ["boot_storm-standalone-005", "boot_storm-standalone-050"]
+    old = read_cell_summaries(run)["boot_storm-standalone-050"]  # upgraded from format 1
+    boots = old.values("boot_time_s")
+    assert old.format == 1 and len(boots) == 50
+    assert _col(page, rows["boot_storm-standalone-050"], "boot time s") == (
+        f"{statistics.fmean(boots):.1f} / {max(boots):.1f}"
+    )
+    assert "Boot storm: client experience" in page
