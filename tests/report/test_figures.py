@@ -249,7 +249,6 @@ def test_matrix_paper_figures_per_split_with_the_four_paths(matrix: Path) -> Non
 
 
 def test_ha_comparison_figures_and_side_by_side(tmp_path: Path) -> None:
-    from labctl.plugin.comparison import side_by_side as through_the_shim
     from labctl.report.ha_comparison import side_by_side
 
     run = make_run(
@@ -263,7 +262,6 @@ def test_ha_comparison_figures_and_side_by_side(tmp_path: Path) -> None:
         synth=Synth(interrupted={"boot_storm-ha-025": 100.0}),
     )
     table = side_by_side(run)
-    assert through_the_shim is side_by_side
     # the interrupted HA 25 cell is no fair side: left out
     assert [r.cell for r in table.rows] == ["boot storm 100", "copy/reboot 50x50 local_to_local"]
     sums = read_cell_summaries(run)
