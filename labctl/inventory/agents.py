@@ -159,14 +159,18 @@ def resolve_agents(
             for name, (_kind, net) in machines.items()
             if (net in a.networks) or name in named["bmcs"] or name in named["hosts"]
         ]
+        clashes: dict[str, list[str]] = {}  # the other agent -> machines both would serve
         for name in served:
             other = served_by.setdefault(name, a.name)
             if other != a.name:
-                add(
-                    loc,
-                    f"machine {name!r} is served by agents {other!r} and {a.name!r}",
-                    "one agent per machine: take it off one agent's networks/bmcs/hosts",
-                )
+                clashes.setdefault(other, []).append(name)
+        for other, names in clashes.items():  # one line per pair of agents, not one per machine
+            more = f" and {len(names) - 1} more" if len(names) > 1 else ""
+            add(
+                loc,
+                f"machine {names[0]!r}{more} is served by agents {other!r} and {a.name!r}",
+                "one agent per machine: take it off one agent's networks/bmcs/hosts",
+            )
         sites[a.name] = Agent(
             name=a.name,
             description=a.description,

@@ -45,6 +45,7 @@ def three_site_lab(
     of the inventory's (nothing on this host's loopback then answers the inventory's port: a
     packet reaches a client only through the segment's own listener, see tests/agents/segments.py).
     """
+    base.mkdir(parents=True, exist_ok=True)
     path = make_test_lab(base, 1, name=f"{name}.yaml")
     text = path.read_text()
     a = re.search(r"subnet: 127\.(\d+)\.0\.0/16", text)
