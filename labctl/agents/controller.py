@@ -47,6 +47,7 @@ from labctl.agents.protocol import (
 from labctl.agents.status import AgentStatus, measure_all, statuses
 from labctl.clock import LabClock
 from labctl.drivers.power_verbs import PowerVerb
+from labctl.errors import EndpointError
 from labctl.inventory.agents import Agents
 from labctl.inventory.model import Lab, Machine, PowerKind
 from labctl.lab.events import Timeline
@@ -133,6 +134,7 @@ class _Collector:
     def __init__(self, order_id: str, expected: dict[str, set[str]]):
         self.order_id = order_id
         self.sub: Any = None  # the results subscription
+        self.listening = False  # results are wanted (subscribe again after a reconnect)
         self.reconnects = 0  # the connection's reconnect count when it was made
         self.expected = expected  # agent -> machines it owes
         self.results: dict[str, MachineResult] = {}
@@ -278,8 +280,12 @@ class ControllerLink:
 
         old, coll.sub = coll.sub, None
         self._unsubscribe(old)
-        coll.sub = c.call(go(), f"subscribe to results of {coll.order_id}")
-        coll.reconnects = c.reconnects
+        coll.listening = True
+        try:
+            coll.sub = c.call(go(), f"subscribe to results of {coll.order_id}")
+            coll.reconnects = c.reconnects
+        except EndpointError as exc:  # the hub is away: _collect subscribes once it is back
+            log.debug("%s", exc)
 
     def _send(
         self,
@@ -373,7 +379,7 @@ class ControllerLink:
                         on_stop()
                     until_wall = min(until_wall, time.time() + self.settings.ready_grace_s)
                 c = self.conn()
-                if coll.sub is not None and c.connected and c.reconnects != coll.reconnects:
+                if coll.listening and c.connected and (coll.sub is None or c.reconnects != coll.reconnects):
                     self._listen(coll)
                 if time.monotonic() >= next_ping:
                     next_ping = time.monotonic() + self.settings.liveness_every_s

@@ -197,12 +197,20 @@ class HubConnection:
                 log.debug("publish %s: %s; sending again", subject, type(exc).__name__)
                 await asyncio.sleep(RETRY_PAUSE_S)
 
+    async def _shutdown(self) -> None:
+        # a pending fetch or subscription task would hold nc.close() until its own timeout
+        rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in rest:
+            t.cancel()
+        await asyncio.gather(*rest, return_exceptions=True)
+        await self.nc.close()
+
     def close(self, timeout_s: float = 5.0) -> None:
-        """Flush and close the connection, then the loop thread. Idempotent."""
+        """Stop what still runs on the loop, close the connection, then the loop thread. Idempotent."""
         try:
             if self.nc is not None and not self.nc.is_closed:
                 try:
-                    self.loop.run(self.nc.close(), timeout_s)
+                    self.loop.run(self._shutdown(), timeout_s)
                 except (TimeoutError, OSError, nats.errors.Error) as exc:
                     log.debug("%s: close: %s", self.url, exc)
         except RuntimeError:  # the loop is closed already

@@ -48,6 +48,14 @@ def _lab_with_agents(lab_file: Path | None, configuration: str | None) -> Lab:
     default=None,
     help="Journal and leaf-node files (default ~/.labctl/agents/<lab>-<name>; env LABCTL_AGENT_DIR).",
 )
+@click.option(
+    "--ack-wait",
+    "ack_wait_s",
+    type=float,
+    default=None,
+    help="Seconds the hub waits for an order's ack before delivering it again (default 30; set when "
+    "the agent's consumer is first made).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log every order.")
 def agent(
     lab_file: Path | None,
@@ -56,6 +64,7 @@ def agent(
     hub: str | None,
     hub_domain: str | None,
     state_dir: Path | None,
+    ack_wait_s: float | None,
     verbose: bool,
 ) -> None:
     """Run the site agent NAME: power, readiness and metric sources of its part of the lab.
@@ -70,7 +79,7 @@ def agent(
       labctl agent --lab hardware/my-lab.yaml --name site-a
       labctl agent --lab hardware/my-lab.yaml --name site-b --hub nats-leaf://hub.lab:7422
     """
-    from labctl.agents.agent import SiteAgent  # nats-py: only agents and labs with agents load it
+    from labctl.agents.agent import AgentSettings, SiteAgent  # nats-py: only labs with agents load it
 
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
@@ -78,7 +87,8 @@ def agent(
         stream=sys.stderr,
     )
     lab = _lab_with_agents(lab_file, configuration)
-    site = SiteAgent(lab, name, hub=hub, hub_domain=hub_domain, state_dir=state_dir)
+    settings = AgentSettings() if ack_wait_s is None else AgentSettings(ack_wait_s=ack_wait_s)
+    site = SiteAgent(lab, name, hub=hub, hub_domain=hub_domain, state_dir=state_dir, settings=settings)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:

@@ -124,6 +124,7 @@ def start_agent(
     hub: str | None = None,
     netns: str | None = None,
     env: dict[str, str] | None = None,
+    extra: Sequence[str] = (),
     ready_timeout_s: float = 60.0,
     wait: bool = True,
 ) -> AgentProcess:
@@ -135,6 +136,7 @@ def start_agent(
     argv += ["--state-dir", str(workdir / name)]
     if hub:
         argv += ["--hub", hub]
+    argv += list(extra)
     if netns:
         argv = ["ip", "netns", "exec", netns, *argv]
     with log.open("ab") as out:

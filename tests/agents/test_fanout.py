@@ -37,7 +37,9 @@ SITE_LAB_FAULTS = f"- {{kind: client_never_wakes, targets: [{NEVER_WAKES}]}}"
 
 
 def SITE_LAB_EDIT(text: str) -> str:  # site-3 also reaches the streaming server (its PVS feed)
-    return text.replace("{name: site-3, networks: [seg-3]", "{name: site-3, networks: [seg-3], hosts: [pvs-01]")
+    return text.replace(
+        "{name: site-3, networks: [seg-3]", "{name: site-3, networks: [seg-3], hosts: [pvs-01]"
+    )
 
 
 ALL = [n for k in range(1, 4) for n in clients_of(k, CLIENTS_PER_SITE)]
@@ -115,7 +117,10 @@ def test_an_order_sent_twice_or_delivered_again_is_executed_once(site_lab: SiteL
             clock=ClockSpec(scale=s.clock.scale, anchor_wall_s=s.clock.anchor_wall_s),
         )
         subject = order_subject(lab.name, "site-1")
-        stored = [conn.call(conn.publish(subject, order.to_bytes(), f"{order.id}/site-1"), "publish") for _ in (1, 2)]
+        stored = [
+            conn.call(conn.publish(subject, order.to_bytes(), f"{order.id}/site-1"), "publish")
+            for _ in (1, 2)
+        ]
         assert stored == [True, False]  # the hub keeps one copy of an order sent twice
         # the same order again under another message id: as a re-delivery after a lost ack would be
         assert conn.call(conn.publish(subject, order.to_bytes(), f"{order.id}/site-1/again"), "publish")
@@ -128,7 +133,10 @@ def test_an_order_sent_twice_or_delivered_again_is_executed_once(site_lab: SiteL
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             got = conn.call(count(), "count results")
-            if sum(got.values()) >= CLIENTS_PER_SITE + 1 and _heartbeat(conn, lab.name, "site-1").orders_refused_again:
+            if (
+                sum(got.values()) >= CLIENTS_PER_SITE + 1
+                and _heartbeat(conn, lab.name, "site-1").orders_refused_again
+            ):
                 break
             time.sleep(0.2)
         time.sleep(1.0)  # anything doubled would have arrived by now

@@ -40,7 +40,8 @@ def test_each_machine_of_a_served_network_goes_to_its_agent_and_the_rest_stay_he
 
 def test_bmcs_and_hosts_put_machines_off_its_networks_under_an_agent(lab_file: Path, tmp_path: Path) -> None:
     text = lab_file.read_text().replace(
-        "{name: site-3, networks: [seg-3]", "{name: site-3, networks: [seg-3], bmcs: [pvs-01], hosts: [infra-01]"
+        "{name: site-3, networks: [seg-3]",
+        "{name: site-3, networks: [seg-3], bmcs: [pvs-01], hosts: [infra-01]",
     )
     path = tmp_path / "more.yaml"
     path.write_text(text)
@@ -59,7 +60,11 @@ def test_a_lab_without_agents_is_unchanged() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "words"),
     [
-        ("networks: [seg-2]", "networks: [seg-9]", ["agents.sites[1].networks[0]", "unknown network 'seg-9'"]),
+        (
+            "networks: [seg-2]",
+            "networks: [seg-9]",
+            ["agents.sites[1].networks[0]", "unknown network 'seg-9'"],
+        ),
         (
             "{name: site-3, networks: [seg-3]",
             "{name: site-3, networks: [seg-3, seg-1]",
@@ -79,7 +84,15 @@ def test_a_lab_without_agents_is_unchanged() -> None:
             ["clients[0].power", "power: agent is not written", "agents: section"],
         ),
     ],
-    ids=["unknown-network", "served-twice", "duplicate-name", "bad-name", "unknown-bmc", "bad-hub", "power-agent"],
+    ids=[
+        "unknown-network",
+        "served-twice",
+        "duplicate-name",
+        "bad-name",
+        "unknown-bmc",
+        "bad-hub",
+        "power-agent",
+    ],
 )
 def test_a_bad_agents_section_is_one_line_naming_the_item(
     lab_file: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, words: list[str]
