@@ -166,12 +166,19 @@ def wait_started(agent: AgentProcess, timeout_s: float = 60.0) -> None:
 
 @contextlib.contextmanager
 def running_agents(
-    lab_file: Path, workdir: Path, names: Sequence[str] = SITES, **kw: object
+    lab_file: Path,
+    workdir: Path,
+    names: Sequence[str] = SITES,
+    *,
+    netns: dict[str, str] | None = None,
+    **kw: object,
 ) -> Iterator[dict[str, AgentProcess]]:
+    """Agents ``names`` (each in its namespace ``netns[name]`` when given), stopped at the end."""
     agents: dict[str, AgentProcess] = {}
     try:
         for n in names:  # started together: each takes seconds to import and dial out
-            agents[n] = start_agent(lab_file, n, workdir, wait=False, **kw)  # type: ignore[arg-type]
+            ns = (netns or {}).get(n)
+            agents[n] = start_agent(lab_file, n, workdir, wait=False, netns=ns, **kw)  # type: ignore[arg-type]
         for a in agents.values():
             wait_started(a)
         yield agents
