@@ -116,6 +116,8 @@ class SiteAgent:
         self.answered_again = 0  # deliveries answered from the journal
         self._tasks: list[asyncio.Task[None]] = []
         self._inflight: set[asyncio.Task[None]] = set()
+        self._mine: set[str] = set()  # orders this process is executing
+        self._claim = threading.Lock()
         self._ready = threading.Event()
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -265,15 +267,20 @@ class SiteAgent:
             log.debug("ack %s: %s", order.id, type(exc).__name__)
 
     def _execute(self, order: Order) -> None:
-        entry = self.journal.get(order.id)
+        expired = time.time() > order.expires_at
+        with self._claim:  # two deliveries of one order at once: one executes, the other returns
+            entry = self.journal.get(order.id) if expired else self.journal.begin(order.id)
+            if entry is None and not expired:
+                self._mine.add(order.id)
+            elif order.id in self._mine:
+                self.answered_again += 1
+                return  # being executed by this process right now: it will report
         if entry is not None:
             # delivered before: send what was reported then, never act again
             self.answered_again += 1
             results = list(entry.results.values())
             if entry.state == "done" and entry.done is not None:
                 done = entry.done.model_copy(update={"redelivered": True})
-            elif order.id in self.executor.running():
-                return  # still being executed by this process: it will report
             else:
                 done = OrderDone(
                     order=order.id,
@@ -288,7 +295,7 @@ class SiteAgent:
                 self.journal.finish(done)
             self._publish_all(order, results, done)
             return
-        if time.time() > order.expires_at:
+        if expired:
             done = OrderDone(
                 order=order.id,
                 agent=self.name,
@@ -300,7 +307,6 @@ class SiteAgent:
             self.journal.finish(done)
             self._publish_all(order, [], done)
             return
-        self.journal.start(order.id)
         pending: list[concurrent.futures.Future[bool]] = []
         count = 0
 
@@ -313,12 +319,15 @@ class SiteAgent:
         def samples(batch: SampleBatch) -> None:
             self._publish_samples(batch)
 
-        done = self.executor.run(order, emit, samples)
-        self.executed += 1
-        self._wait(pending)
-        done = done.model_copy(update={"reported": count})
-        self.journal.finish(done)
-        self._wait([self._publish_done(order, done)])
+        try:
+            done = self.executor.run(order, emit, samples)
+            self.executed += 1
+            self._wait(pending)
+            done = done.model_copy(update={"reported": count})
+            self.journal.finish(done)
+            self._wait([self._publish_done(order, done)])
+        finally:
+            self._mine.discard(order.id)
 
     # --- publishing ----------------------------------------------------------------------------
     def _submit(self, subject: str, payload: bytes, msg_id: str) -> concurrent.futures.Future[bool]:

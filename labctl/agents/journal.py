@@ -40,6 +40,8 @@ class Journal:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._load()
         self._f = path.open("a")
+        if path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+            self._f.write("\n")  # end a line torn by a crash, so the next one stands on its own
 
     def _load(self) -> None:
         if not self.path.exists():
@@ -97,8 +99,16 @@ class Journal:
         with self._lock:
             return self._entries.get(order)
 
-    def start(self, order: str) -> None:
+    def begin(self, order: str) -> Entry | None:
+        """Start ``order`` unless it is known: None if the caller is now executing it, else its
+        entry (an order delivered twice at once must still be executed once)."""
+        with self._lock:
+            known = self._entries.get(order)
+            if known is not None:
+                return known
+            self._entries[order] = Entry(order, "started")
         self._write({"op": "start", "order": order})
+        return None
 
     def result(self, result: MachineResult) -> None:
         self._write({"op": "result", "order": result.order, "result": result.model_dump()})

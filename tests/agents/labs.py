@@ -38,12 +38,14 @@ def three_site_lab(
     name: str = "sites",
     sim_wol_port: int | None = None,
     ready_by_agents: bool = True,
+    wide: bool = False,
 ) -> tuple[Path, Path]:
     """(the lab file every controller and agent reads, the file the simulator runs).
 
     ``sim_wol_port``: the simulator listens for the segments' magic packets on this port instead
     of the inventory's (nothing on this host's loopback then answers the inventory's port: a
     packet reaches a client only through the segment's own listener, see tests/agents/segments.py).
+    ``wide``: /22 segments (``127.<a>.64/68/72.0/22``, up to 1,022 clients each: the benchmark).
     """
     base.mkdir(parents=True, exist_ok=True)
     path = make_test_lab(base, 1, name=f"{name}.yaml")
@@ -56,16 +58,18 @@ def three_site_lab(
     entry = text[start + len("clients:\n") : end]
     nets, clients = [], []
     n = 0
+    width = 4 if wide else 1  # /22 or /24
     for k in range(1, len(SITES) + 1):
-        seg = segment_of(k)
+        seg = 64 + width * (k - 1) if wide else segment_of(k)
         nets.append(
-            f"  - {{name: seg-{k}, subnet: 127.{block}.{seg}.0/24, broadcast: 127.{block}.{seg}.255, "
-            f"wol_port: 40009}}\n"
+            f"  - {{name: seg-{k}, subnet: 127.{block}.{seg}.0/{24 - (width // 2)}, "
+            f"broadcast: 127.{block}.{seg + width - 1}.255, wol_port: 40009}}\n"
         )
         first, last = n + 1, n + clients_per_site
-        e = entry.replace("optiplex-[001-001]", f"optiplex-[{first:03d}-{last:03d}]")
+        digits = max(3, len(str(last)))
+        e = entry.replace("optiplex-[001-001]", f"optiplex-[{first:0{digits}d}-{last:0{digits}d}]")
         e = e.replace("network: lab-net", f"network: seg-{k}")
-        e = e.replace("mac: 00:1a:a0:07:00:01", f"mac: 00:1a:a0:07:00:{first:02x}")
+        e = e.replace("mac: 00:1a:a0:07:00:01", f"mac: 00:1a:a0:07:{first >> 8:02x}:{first & 0xFF:02x}")
         e = e.replace(f"ip: 127.{block}.1.1", f"ip: 127.{block}.{seg}.1")
         clients.append(e)
         n = last

@@ -78,7 +78,7 @@ def sleep_until(wall_s: float) -> None:
             time.sleep(left - SPIN_S)
 
 
-SPIN_S = 0.002  # the last this-many seconds before a timed fire are spun, not slept
+SPIN_S = 0.0005  # the last this-many seconds before a timed fire are spun (a sleep overshoots by the tick)
 
 
 class TimedGate(Gate):
