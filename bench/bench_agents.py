@@ -20,16 +20,17 @@ offsets with the round trip, and how long until every result was back. Prints fi
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_wol import Listener  # noqa: E402  (counts what arrives on a subnet's broadcast address)
 
 from labctl.agents.execute import local_lab  # noqa: E402
 from labctl.inventory import load_lab  # noqa: E402
@@ -38,33 +39,6 @@ from labctl.lab.session import LabSession  # noqa: E402
 from labctl.lab.sites import link_for  # noqa: E402
 from tests.agents.labs import SITES, running_agents, three_site_lab  # noqa: E402
 from tests.nats_server import start_hub  # noqa: E402
-
-
-class Listener:
-    """Counts the magic packets arriving on one subnet's broadcast address."""
-
-    def __init__(self, addr: str, port: int):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024 * 1024)
-        self.sock.bind((addr, port))
-        self.sock.settimeout(0.1)
-        self.count = 0
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-        self._t.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.sock.recv(2048)
-            except TimeoutError:
-                continue
-            self.count += 1
-
-    def close(self) -> None:
-        self._stop.set()
-        self._t.join(2)
-        self.sock.close()
 
 
 def ms(x: float | None) -> str:
@@ -122,7 +96,9 @@ def main() -> None:
         try:
             lab_file, _ = three_site_lab(base, hub.url, clients_per_site=args.clients_per_site, wide=True)
             lab = load_lab(lab_file)
-            listeners = [Listener(lab.networks[f"seg-{k}"].broadcast, 40009) for k in range(1, len(SITES) + 1)]
+            listeners = [
+                Listener(lab.networks[f"seg-{k}"].broadcast, 40009) for k in range(1, len(SITES) + 1)
+            ]
             try:
                 print(
                     f"Wake-on-LAN storm, {len(lab.clients)} clients on {len(SITES)} subnets "
