@@ -31,8 +31,10 @@ def cli() -> None:
 def _register() -> None:
     from labctl.cli import check_cmd, compare_cmd, inventory_cmd, power_cmd, report_cmd, run_cmd, sim_cmd
     from labctl.cli.agent_cmd import agent, agents
+    from labctl.cli.baseline_cmd import baseline
     from labctl.cli.lease_cmd import lease
     from labctl.cli.quarantine_cmd import quarantine
+    from labctl.cli.runs_cmd import runs
     from labctl.cli.size_cmd import size
 
     for command in (
@@ -48,6 +50,8 @@ def _register() -> None:
         agents,
         quarantine,
         size,
+        runs,
+        baseline,
     ):
         cli.add_command(command)
 

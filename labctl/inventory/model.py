@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 from labctl.inventory.agents import Agents, AgentsSpec
 from labctl.inventory.faults import FaultSpec
 from labctl.inventory.twin_params import TwinParameters
+from labctl.inventory.vdi import VdiLab, VdiSpec
 
 
 class Frozen(BaseModel):
@@ -243,6 +244,9 @@ class VCenter(Frozen):
 
 class StorageKind(StrEnum):
     UNITY = "unity"
+    POWERSTORE = "powerstore"
+    SC = "sc"  # Dell SC / Compellent (Data Collector REST)
+    EQUALLOGIC = "equallogic"  # EqualLogic PS (SNMP, as SAN HQ polls it)
 
 
 SUPPORTED_STORAGE_KINDS = tuple(k.value for k in StorageKind)
@@ -316,6 +320,9 @@ class InventorySpec(Frozen):
     groups: dict[str, GroupSpec] = {}
     configurations: dict[str, ConfigurationSpec] = {}
     default_configuration: str | None = None
+    vdi: VdiSpec | None = (
+        None  # virtual-desktop labs: hosts, pools, datastores, arrays (labctl.inventory.vdi)
+    )
     agents: AgentsSpec | None = None  # site agents and their hub (labctl.inventory.agents)
 
 
@@ -421,6 +428,7 @@ class Lab(Frozen):
     shares: dict[str, Share]
     switches: tuple[Switch, ...]
     inventory_sha256: str
+    vdi: VdiLab | None = None
     agents: Agents | None = None  # site agents, when the lab has outgrown one controller
 
     def machine(self, name: str) -> Machine:

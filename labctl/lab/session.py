@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from labctl.lab.power import Power
     from labctl.lab.ready import Readiness
     from labctl.lab.sources import Sources
+    from labctl.lab.strategy import PowerStrategy
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ class LabSession:
         self._storage: dict[str, StorageDriver] = {}
         self._power: Power | None = None
         self._sources: Sources | None = None
+        self._strategy: PowerStrategy | None = None
         self.last_state: dict[str, str] = {}  # machine -> last power state seen (for state-change events)
         self._closers: list[Callable[[], None]] = []  # e.g. the link to the site agents
 
@@ -199,6 +201,15 @@ class LabSession:
 
             self._power = Power(self)
         return self._power
+
+    @property
+    def strategy(self) -> PowerStrategy:
+        """Brings machines to off / on / ready and checks it (:mod:`labctl.lab.strategy`)."""
+        if self._strategy is None:
+            from labctl.lab.strategy import PowerStrategy  # it imports power, which imports this module
+
+            self._strategy = PowerStrategy(self)
+        return self._strategy
 
     @property
     def sources(self) -> Sources:

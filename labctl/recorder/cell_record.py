@@ -46,11 +46,20 @@ class Judge(Protocol):
 class CellIdentity(Protocol):
     """Who a cell is (:class:`labctl.scenarios.base.CellHead` is one)."""
 
-    cell: str
-    plan: str
-    scenario: str
-    configuration: str | None
-    parameters: dict[str, Any]
+    @property
+    def cell(self) -> str: ...
+
+    @property
+    def plan(self) -> str: ...
+
+    @property
+    def scenario(self) -> str: ...
+
+    @property
+    def configuration(self) -> str | None: ...
+
+    @property
+    def parameters(self) -> dict[str, Any]: ...
 
 
 def _one_line(text: str) -> str:
@@ -134,13 +143,18 @@ def judged_record(
     verdict = criteria.judge(recorder, s, names=names, window=window) if criteria is not None else None
     parts: list[tuple[Outcome, str]] = [(s.outcome, s.reason or f"the scenario says {s.outcome.value}")]
     parts += _verdict_parts(verdict)
-    for problem in (_restore_problem(s), _unexpected_power(recorder, s.cell, window), *lab_faults):
+    for problem in (_unexpected_power(recorder, s.cell, window), *lab_faults):
         if problem and problem != s.reason:
             parts.append((Outcome.LAB_FAULT, problem))
     outcome = worst([s.outcome, *(o for o, _ in parts if o is not Outcome.PASS)])
     if verdict is not None:
         outcome = worst([outcome, verdict.outcome])
     reason = cell_reason(parts, _faults(recorder, window)) if outcome is not Outcome.PASS else ""
+    # a failed restore after a measured window keeps the verdict; whether it also fails the cell is
+    # the scenario's call (its own outcome), but it is always said
+    restore = _restore_problem(s)
+    if restore and restore not in reason:
+        reason = _one_line(f"{reason}; {restore}" if reason else restore)
     return CellRecord(summary=s.model_copy(update={"outcome": outcome, "reason": reason}), verdict=verdict)
 
 
