@@ -14,7 +14,7 @@ from rich.table import Table
 
 from labctl.cli.common import config_option, lab_option
 from labctl.inventory.load import load_lab
-from labctl.lab.health import QuarantineStore, check_devices
+from labctl.lab.health import WAKE_TIMEOUT_S, QuarantineStore, check_devices
 from labctl.lab.lease import format_duration
 from labctl.lab.session import LabSession
 
@@ -67,13 +67,23 @@ def list_cmd(lab_file: Path | None, every_lab: bool, as_json: bool) -> None:
 @lab_option
 @config_option
 @click.option("--wake", is_flag=True, help="Wake clients that are off and wait until they come up.")
-def check(target: str, lab_file: Path | None, configuration: str | None, wake: bool) -> None:
+@click.option(
+    "--wake-timeout",
+    "wake_timeout_s",
+    type=float,
+    default=WAKE_TIMEOUT_S,
+    show_default=True,
+    help="Lab seconds a woken client gets to come up.",
+)
+def check(
+    target: str, lab_file: Path | None, configuration: str | None, wake: bool, wake_timeout_s: float
+) -> None:
     """Health-check TARGET (a machine, group or range): quarantine failures, release passes."""
     lab = load_lab(lab_file, configuration)
     store = QuarantineStore()
     with LabSession(lab) as session:
         machines = session.machines(target)
-        results = check_devices(session, machines, wake=wake)
+        results = check_devices(session, machines, wake=wake, wake_timeout_s=wake_timeout_s)
     added, freed = store.record(lab.name, results.values())
     failed = [h for h in results.values() if not h.ok]
     for h in failed:
