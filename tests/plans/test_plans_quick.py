@@ -28,6 +28,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LABCTL_") and k != "CI"}
     env["LABCTL_STATE_DIR"] = str(tmp_path / "state")
     env["LABCTL_LEASE_DIR"] = str(tmp_path / "leases")
+    env["LABCTL_QUARANTINE_FILE"] = str(tmp_path / "quarantine.json")
     env["CI"] = "true"  # plain progress lines, as in a log
     return env
 
