@@ -173,6 +173,19 @@ class PoolSpec(_Frozen):
     tags: tuple[str, ...] = ()
 
 
+class LauncherAccess(_Frozen):
+    """How labctl reaches a launcher machine (``kind: ssh``: OpenSSH for Windows on the launcher,
+    running labctl's launcher script; see docs/session-launchers.md)."""
+
+    user: str
+    password: str | None = None  # a credential reference (env:NAME, secret:KEY), never the value
+    key_file: str | None = None  # a credential reference to a private key's path
+    port: int = Field(22, ge=1, le=65535)
+    host_key_policy: Literal["strict", "accept-new", "insecure"] = "strict"
+    known_hosts: str | None = None
+    script: str = r"C:\labctl\launcher.ps1"  # the launcher script on the launcher machine
+
+
 class LauncherSpec(_Frozen):
     """Session launchers (a VSI-style load generator's launcher machines), a name or a range."""
 
@@ -181,6 +194,8 @@ class LauncherSpec(_Frozen):
     pool: str | None = None  # the pool its users log on to (default the first pool)
     protocol: Literal["ica", "blast", "pcoip", "rdp"] = "ica"
     ip: str | None = None
+    kind: str = "ssh"  # the launcher backend that drives it (labctl/lab/launchers/registry.py)
+    access: LauncherAccess | None = None  # how that backend logs in
 
 
 class VdiSpec(_Frozen):
@@ -314,6 +329,8 @@ class Launcher(_Frozen):
     pool: str
     protocol: str
     ip: str | None
+    kind: str = "ssh"
+    access: LauncherAccess | None = None
 
 
 class VdiLab(_Frozen):

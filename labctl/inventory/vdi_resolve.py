@@ -531,7 +531,17 @@ class VdiResolver:
                 if self._taken(name, seen, loc, "launcher"):
                     continue
                 seen.add(name)
-                out.append(Launcher(name=name, sessions=ls.sessions, pool=pool, protocol=ls.protocol, ip=ip))
+                out.append(
+                    Launcher(
+                        name=name,
+                        sessions=ls.sessions,
+                        pool=pool,
+                        protocol=ls.protocol,
+                        ip=ip,
+                        kind=ls.kind,
+                        access=ls.access,
+                    )
+                )
         return tuple(out)
 
 

@@ -70,6 +70,10 @@ def credential_uses(lab: Lab) -> list[CredentialUse]:
         add(vc.password, "password", f"{vc.name} (vcenter)")
     for arr in lab.storage.values():
         add(arr.password, "password", f"{arr.name} (storage)")
+    for ln in lab.vdi.launchers if lab.vdi is not None else ():
+        if ln.access is not None:
+            add(ln.access.password, "password", f"{ln.name} (launcher)")
+            add(ln.access.key_file, "key_file", f"{ln.name} (launcher)")
     return list(out.values())
 
 

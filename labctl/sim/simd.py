@@ -58,6 +58,7 @@ BUILDERS: tuple[tuple[str, str], ...] = (
     ("unity", "labctl.sim.unity"),
     ("ssh", "labctl.sim.ssh"),
     ("ipmi", "labctl.sim.ipmi"),
+    ("launcher", "labctl.sim.sessions"),
 )
 EXIT_PORT_IN_USE = 2
 START_WORKERS = 16

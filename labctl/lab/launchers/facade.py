@@ -1,0 +1,176 @@
+"""The launchers of one cell: who starts which session, and everything they report since.
+
+    ls = open_launchers(lab_session, pool="task-pool")   # hello to each: reachable, protocol, cursor
+    ls.start([("xd-0001", "vsi-0001")], workload="task")  # spread over launchers with free slots
+    batch = ls.poll()                                      # new session states and timed operations
+    ls.logoff(["s-17"])
+
+Each launcher takes at most its inventory ``sessions``; a start goes to the launcher with the most
+free slots. Calls to different launchers run in parallel (bounded), as launchers are independent
+machines; the same launcher is called once at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from labctl.errors import BadInputError, EndpointError
+from labctl.inventory.vdi import Launcher
+from labctl.lab.launchers.backend import LauncherBackend
+from labctl.lab.launchers.model import OperationTime, Refusal, SessionEvent
+from labctl.lab.launchers.registry import backend_for
+from labctl.lab.session import LabSession
+
+MAX_PARALLEL = 16  # launcher machines called at once
+
+
+@dataclass
+class Poll:
+    """What one poll of every launcher brought."""
+
+    sessions: list[SessionEvent] = field(default_factory=list)
+    operations: list[OperationTime] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)  # launcher -> why it could not be read
+
+
+class Launchers:
+    def __init__(self, session: LabSession, launchers: Sequence[Launcher]):
+        if not launchers:
+            raise BadInputError(
+                f"lab {session.lab.name}: no session launchers for this pool "
+                "(add vdi.launchers to the inventory, see docs/session-launchers.md)"
+            )
+        self.s = session
+        self.launchers = {ln.name: ln for ln in launchers}
+        self._backends: dict[str, LauncherBackend] = {}
+        self.cursor: dict[str, int] = {}
+        self.used: dict[str, int] = {ln.name: 0 for ln in launchers}
+        self.owner: dict[str, str] = {}  # session -> launcher
+        self._locks = {ln.name: threading.Lock() for ln in launchers}
+        self._pool = ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(launchers)), thread_name_prefix="launch")
+
+    def backend(self, launcher: Launcher) -> LauncherBackend:
+        if launcher.kind not in self._backends:
+            self._backends[launcher.kind] = backend_for(launcher.kind, self.s)
+        return self._backends[launcher.kind]
+
+    @property
+    def capacity(self) -> int:
+        return sum(ln.sessions for ln in self.launchers.values())
+
+    def hello(self) -> dict[str, str]:
+        """Greet every launcher; the cursor of each is taken now. Returns launcher -> error."""
+        errors: dict[str, str] = {}
+
+        def one(ln: Launcher) -> None:
+            try:
+                with self._locks[ln.name]:
+                    _, seq = self.backend(ln).hello(ln)
+                self.cursor[ln.name] = seq
+            except EndpointError as exc:
+                errors[ln.name] = str(exc)
+
+        list(self._pool.map(one, self.launchers.values()))
+        return errors
+
+    def _assign(self, logons: Sequence[tuple[str, str]]) -> dict[str, list[tuple[str, str]]]:
+        out: dict[str, list[tuple[str, str]]] = {}
+        for logon in logons:
+            free = {n: self.launchers[n].sessions - self.used[n] for n in self.launchers}
+            name = max(free, key=lambda n: free[n])
+            if free[name] <= 0:
+                raise BadInputError(
+                    f"the launchers have {self.capacity} session slots, the cell needs more "
+                    "(raise vdi.launchers[].sessions or add launchers)"
+                )
+            self.used[name] += 1
+            out.setdefault(name, []).append(logon)
+        return out
+
+    def start(self, logons: Sequence[tuple[str, str]], workload: str) -> list[SessionEvent | Refusal]:
+        """Start a session per ``(desktop, user)``; a launcher that cannot be reached refuses its
+        share with the reason (the cell decides whether to try again)."""
+        plan = self._assign(logons)
+        results: list[SessionEvent | Refusal] = []
+        lock = threading.Lock()
+
+        def one(item: tuple[str, list[tuple[str, str]]]) -> None:
+            name, mine = item
+            ln = self.launchers[name]
+            try:
+                with self._locks[name]:
+                    got = self.backend(ln).start(ln, mine, workload)
+            except EndpointError as exc:
+                now = self.s.clock.now()
+                got = [Refusal(name, d, u, str(exc), now) for d, u in mine]
+            with lock:
+                for r in got:
+                    if isinstance(r, SessionEvent):
+                        self.owner[r.session] = name
+                    else:
+                        self.used[name] -= 1  # the slot is free again
+                results.extend(got)
+
+        list(self._pool.map(one, plan.items()))
+        return results
+
+    def poll(self) -> Poll:
+        out = Poll()
+        lock = threading.Lock()
+
+        def one(ln: Launcher) -> None:
+            try:
+                with self._locks[ln.name]:
+                    batch = self.backend(ln).events(ln, self.cursor.get(ln.name, 0))
+            except EndpointError as exc:
+                with lock:
+                    out.errors[ln.name] = str(exc)
+                return
+            with lock:
+                self.cursor[ln.name] = batch.cursor
+                out.sessions.extend(batch.sessions)
+                out.operations.extend(batch.operations)
+
+        list(self._pool.map(one, self.launchers.values()))
+        out.sessions.sort(key=lambda e: e.ts)
+        out.operations.sort(key=lambda o: o.start_ts)
+        return out
+
+    def logoff(self, sessions: Sequence[str]) -> dict[str, str]:
+        """Log sessions off; returns launcher -> error for launchers that could not be told."""
+        by: dict[str, list[str]] = {}
+        for sid in sessions:
+            if sid in self.owner:
+                by.setdefault(self.owner[sid], []).append(sid)
+        errors: dict[str, str] = {}
+
+        def one(item: tuple[str, list[str]]) -> None:
+            name, ids = item
+            ln = self.launchers[name]
+            try:
+                with self._locks[name]:
+                    self.backend(ln).logoff(ln, ids)
+            except EndpointError as exc:
+                errors[name] = str(exc)
+
+        list(self._pool.map(one, by.items()))
+        return errors
+
+    def release(self, session: str) -> None:
+        """A session ended or failed: its launcher's slot is free for another."""
+        name = self.owner.get(session)
+        if name is not None and self.used[name] > 0:
+            self.used[name] -= 1
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def open_launchers(session: LabSession, pool: str | None = None) -> Launchers:
+    """The lab's launchers (of ``pool`` when given: those whose users log on to it)."""
+    vdi = session.lab.vdi
+    launchers = [ln for ln in (vdi.launchers if vdi is not None else ()) if pool is None or ln.pool == pool]
+    return Launchers(session, launchers)

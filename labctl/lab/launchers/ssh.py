@@ -1,0 +1,95 @@
+"""Launchers over SSH: labctl's launcher script on Windows launcher machines (OpenSSH for Windows).
+
+The lab engineer installs the script (docs/session-launchers.md) and gives each launcher
+``access: {user, password or key_file, script}`` in the inventory. Each call is one command on
+one pooled SSH connection (paramiko, :class:`~labctl.drivers.ssh.SshPool`): a start names many
+sessions at once, an events poll returns everything since the last cursor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from labctl.drivers.ssh import Shell, SshTarget
+from labctl.errors import EndpointError
+from labctl.inventory.model import HostKeyPolicy
+from labctl.inventory.vdi import Launcher
+from labctl.lab.launchers import wire
+from labctl.lab.launchers.model import EventBatch, Refusal, SessionEvent
+from labctl.lab.session import LabSession
+
+CALL_TIMEOUT_WALL_S = 60.0  # one protocol call; a start of hundreds of sessions returns at once
+
+
+class SshLauncherBackend:
+    kind: ClassVar[str] = "ssh"
+
+    def __init__(self, session: LabSession):
+        self.s = session
+
+    def target(self, launcher: Launcher) -> SshTarget:
+        a = launcher.access
+        if a is None or launcher.ip is None:
+            raise EndpointError(
+                launcher.name,
+                "launcher",
+                "the inventory gives it no access or address",
+                "add ip: and access: {user: ..., password: secret:...} to its vdi.launchers entry",
+            )
+        return SshTarget(
+            name=launcher.name,
+            host=launcher.ip,
+            port=a.port,
+            user=a.user,
+            password_ref=a.password,
+            key_file_ref=a.key_file,
+            host_key_policy=HostKeyPolicy(a.host_key_policy),
+            known_hosts=a.known_hosts,
+            shell=Shell.CMD,
+        )
+
+    def _call(self, launcher: Launcher, verb: str, **args: str | Sequence[str] | int) -> str:
+        script = launcher.access.script if launcher.access is not None else ""
+        res = self.s.ssh.run(
+            self.target(launcher),
+            wire.command(script, verb, **args),
+            timeout_s=CALL_TIMEOUT_WALL_S,
+            action=f"launcher {verb}",
+            check=True,
+        )
+        return res.stdout
+
+    def _parsed(self, launcher: Launcher, fn, *args):  # type: ignore[no-untyped-def]
+        try:
+            return fn(*args)
+        except wire.ProtocolError as exc:
+            raise EndpointError(
+                launcher.name, "launcher", str(exc), "install the launcher script this labctl ships"
+            ) from None
+
+    def hello(self, launcher: Launcher) -> tuple[float, int]:
+        out = self._call(launcher, "hello")
+        clock_ts, seq = self._parsed(launcher, wire.hello, launcher.name, out)
+        return float(clock_ts), int(seq)
+
+    def start(
+        self, launcher: Launcher, logons: Sequence[tuple[str, str]], workload: str
+    ) -> list[SessionEvent | Refusal]:
+        out = self._call(
+            launcher,
+            "start",
+            workload=workload,
+            desktop=[d for d, _ in logons],
+            user=[u for _, u in logons],
+        )
+        return list(self._parsed(launcher, wire.started, launcher.name, out))
+
+    def events(self, launcher: Launcher, after: int) -> EventBatch:
+        out = self._call(launcher, "events", after=after)
+        batch: EventBatch = self._parsed(launcher, wire.events, launcher.name, out, after)
+        return batch
+
+    def logoff(self, launcher: Launcher, sessions: Sequence[str]) -> list[SessionEvent]:
+        out = self._call(launcher, "logoff", session=list(sessions))
+        return list(self._parsed(launcher, wire.sessions, launcher.name, out))
