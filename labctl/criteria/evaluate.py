@@ -364,6 +364,19 @@ def _result(c: Criterion, summary: CellSummary, r: _Resolved) -> tuple[_Judged, 
     return judged, selector
 
 
+def phase_window(c: Criterion, summary: CellSummary, window: Window | None) -> Window | None:
+    """The span a criterion judges: its ``phase:`` of the cell (e.g. ``steady``, where all N
+    sessions run) when it names one, else the cell's window. A phase the cell did not run, or that
+    never ended, leaves an empty window: the criterion finds no data in it."""
+    if c.phase is None:
+        return window
+    for p in summary.phases:
+        if p.name == c.phase and p.end_ts_s is not None:
+            return Window(start_ts_s=p.start_ts_s, end_ts_s=p.end_ts_s)
+    at = window.start_ts_s if window is not None else 0.0
+    return Window(start_ts_s=at, end_ts_s=at)
+
+
 def evaluate_criterion(
     c: Criterion, data: SeriesProvider, summary: CellSummary, *, names: Names, window: Window | None
 ) -> CriterionVerdict:
@@ -505,7 +518,10 @@ def evaluate(
             raise CriteriaFileError(f"no criteria named {', '.join(sorted(unknown))}")
         items = tuple(c for c in items if c.name in only)
     win = window if window is not None else summary.window
-    judged = [evaluate_criterion(c, data, summary, names=names or Names(), window=win) for c in items]
+    judged = [
+        evaluate_criterion(c, data, summary, names=names or Names(), window=phase_window(c, summary, win))
+        for c in items
+    ]
     return CellVerdict(cell=summary.cell, outcome=cell_outcome(judged), criteria=judged)
 
 

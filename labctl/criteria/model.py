@@ -42,6 +42,9 @@ Fields of a criterion:
 - ``min_coverage`` (series, default 0.9): the share of the window the judged series must cover
   (no silence longer than twice its source's interval); below it the criterion is *no_data*
   naming the gap, never a pass.
+- ``phase``: judge the series over that phase of the cell only (a name in the summary's
+  ``phases``, e.g. ``steady``: "p95 of an operation group under 1 s at N sessions"); default the
+  cell's whole window.
 - ``required`` (default true): *no_data* fails the cell as missing data; with ``required: false``
   it is only reported.
 - ``unit``: shown with the values; ``description``: the reason for the band (shown in reports).
@@ -173,6 +176,7 @@ class Criterion(_Frozen):
     marginal: Band | None = None
     min_coverage: float = Field(DEFAULT_MIN_COVERAGE, ge=0.0, le=1.0)
     required: bool = True
+    phase: str | None = None  # judge only this phase of the cell (summary.phases), e.g. steady
     expect: str | None = None  # format 1, series only: the role whose machines must each have a series
     # format 1 per-machine criteria without `expect` judged the machines that had the value only
     _present_only: bool = PrivateAttr(False)

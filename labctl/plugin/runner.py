@@ -23,7 +23,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from labctl.records.run_record import (
     RunInfo,
     Window,
 )
+from labctl.records.samples import Sample
 from labctl.records.series import Series
 from labctl.scenarios.base import CellHead, Progress, Scenario, ScenarioResult
 
@@ -110,6 +111,9 @@ class RunnerContext:
         self, *, source: str | None = None, entity: str | None = None, metric: str | None = None
     ) -> list[Series]:
         return self.recorder.series(cell=self.cell_id, source=source, entity=entity, metric=metric)
+
+    def record(self, samples: Iterable[Sample]) -> None:
+        self.recorder.record_samples(samples)
 
 
 @dataclass

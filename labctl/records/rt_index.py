@@ -156,7 +156,11 @@ def _index(ops: Sequence[TimedOp], refs: dict[str, float], typical: float) -> fl
 
 
 def samples(
-    ops: Sequence[TimedOp], spans: Sequence[SessionSpan], refs: dict[str, float], typical: float, p: IndexParams
+    ops: Sequence[TimedOp],
+    spans: Sequence[SessionSpan],
+    refs: dict[str, float],
+    typical: float,
+    p: IndexParams,
 ) -> list[IndexSample]:
     """Buckets of ``sample_s`` in start order; a bucket short of ``min_ops_per_sample`` joins the
     next (the last one joins the one before it)."""

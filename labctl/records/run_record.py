@@ -223,6 +223,24 @@ class ClientOutcome(Record):
         None, description="when the machine acted on it (went down / started), where observable"
     )
     detail: str = Field("", description="one line: what was last seen, or why it failed")
+    login_s: float | None = Field(
+        None, description="desktops: the user's logon, request to desktop ready, as its launcher measured it"
+    )
+    operations: int | None = Field(None, description="desktops: timed operations its session completed")
+    response_s: float | None = Field(
+        None,
+        description="desktops: the session's own response-time index (a typical operation, s; "
+        "docs/response-time-index.md)",
+    )
+    ux_level: int | None = Field(
+        None, description="desktops: user-experience band, 0 good, 1 fair, 2 poor (`none poor`: max 1)"
+    )
+    ux_good: int | None = Field(
+        None, description="desktops: 1 in the good band, else 0 (`across: mean` is the share of good desktops)"
+    )
+    spare_capacity_pct: float | None = Field(
+        None, description="arrays: capacity not allocated to the cell's datastores, % of the array's usable capacity"
+    )
 
 
 def result_fields() -> tuple[str, ...]:
@@ -266,6 +284,63 @@ class Phase(Record):
     end_ts_s: float | None = Field(None, description="lab epoch seconds (null: it never ended)")
 
 
+class PhaseFigures(Record):
+    """A phase of a VDI storm on the arrays: the 2012 paper's table 7 and tables 5-6, measured."""
+
+    phase: str = Field(description="`boot`, `login`, `steady`, `logoff`")
+    array: str = Field("", description="the array, or empty for every array of the cell together")
+    desktops: int = Field(description="desktops taking part in the phase (the divisor per desktop)")
+    start_ts_s: float = Field(description="lab epoch seconds the phase's figures start")
+    end_ts_s: float = Field(description="lab epoch seconds they end")
+    samples: int = Field(description="array samples inside the span")
+    iops_mean: float | None = Field(None, description="mean front-end IOPS (reads + writes)")
+    iops_peak: float | None = Field(None, description="highest sample")
+    iops_per_desktop: float | None = Field(
+        None,
+        description="the paper's per-desktop figure: peak / desktops for boot and login storms, "
+        "mean / desktops for steady state",
+    )
+    read_share_pct: float | None = Field(None, description="reads among all I/Os, I/O-weighted")
+    read_kb: float | None = Field(None, description="mean read size, KB")
+    write_kb: float | None = Field(None, description="mean write size, KB")
+    latency_mean_ms: float | None = Field(None, description="I/O-weighted mean latency, ms")
+    latency_peak_ms: float | None = Field(None, description="highest sample's latency, ms")
+    throughput_mb_s: float | None = Field(None, description="mean throughput, MB/s")
+    storm_duration_s: float | None = Field(
+        None, description="lab seconds the IOPS stayed above the storm threshold (see `storm_threshold_iops`)"
+    )
+    storm_threshold_iops: float | None = Field(
+        None, description="the threshold: 1.2 x the steady-state mean when measured, else half the phase's peak"
+    )
+
+
+class IndexPoint(Record):
+    """One sample of the response-time index."""
+
+    ts_s: float = Field(description="lab epoch seconds (the bucket's last operation)")
+    sessions: int = Field(description="sessions active then")
+    value_s: float = Field(description="response time of a typical operation at that load, s")
+    ops: int = Field(description="operations in the sample")
+
+
+class ResponseIndex(Record):
+    """The open response-time index of a cell (docs/response-time-index.md)."""
+
+    baseline_s: float | None = Field(None, description="VSIbase-like: the fastest samples, outliers dropped")
+    threshold_s: float = Field(description="saturated above baseline + this")
+    saturation_sessions: int | None = Field(
+        None, description="VSImax-like: the session count where samples stay above the limit (null: none)"
+    )
+    saturation_ts_s: float | None = Field(None, description="when that run of samples began")
+    sessions_max: int = Field(0, description="most sessions active at once")
+    good: int = Field(0, description="desktops in the good band")
+    fair: int = Field(0, description="desktops in the fair band")
+    poor: int = Field(0, description="desktops in the poor band (failed logons included)")
+    parameters: dict[str, float] = Field(default_factory=dict, description="the index's parameters")
+    references_s: dict[str, float] = Field(default_factory=dict, description="operation -> its reference, s")
+    points: list[IndexPoint] = Field(default_factory=list, description="the samples, in time order")
+
+
 class CellSummary(Record):
     """``cells/<cell-id>/summary.json``: what the cell did and measured, written once when it ends
     (a partial one when it broke off, with ``outcome`` saying why)."""
@@ -298,6 +373,12 @@ class CellSummary(Record):
     restore: RestoreOutcome | None = Field(None, description="how the machines were brought back")
     extra: dict[str, float | int | str | bool | None] = Field(
         default_factory=dict, description="scenario-specific scalars, e.g. `back_to_baseline_ts_s`"
+    )
+    phase_figures: list[PhaseFigures] = Field(
+        default_factory=list, description="VDI storms: array figures per phase, all arrays and each array"
+    )
+    response_index: ResponseIndex | None = Field(
+        None, description="VDI storms: the response-time index of the sessions' timed operations"
     )
 
     def by_role(self, role: str | None = None) -> list[ClientOutcome]:

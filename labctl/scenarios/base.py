@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from labctl.records.run_record import CellSummary, Window
+from labctl.records.samples import Sample
 from labctl.records.series import Series
 
 if TYPE_CHECKING:
@@ -62,6 +63,11 @@ class CellContext(Protocol):
         self, *, source: str | None = None, entity: str | None = None, metric: str | None = None
     ) -> list[Series]:
         """What the recorder has recorded so far in this cell (e.g. to wait until the server is quiet)."""
+        ...
+
+    def record(self, samples: Iterable[Sample]) -> None:
+        """Add samples the scenario itself measured (sessions' timed operations and logons, as the
+        launchers report them) to the cell's series, with their own timestamps."""
         ...
 
 

@@ -50,7 +50,9 @@ class Launchers:
         self.used: dict[str, int] = {ln.name: 0 for ln in launchers}
         self.owner: dict[str, str] = {}  # session -> launcher
         self._locks = {ln.name: threading.Lock() for ln in launchers}
-        self._pool = ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(launchers)), thread_name_prefix="launch")
+        self._pool = ThreadPoolExecutor(
+            max_workers=min(MAX_PARALLEL, len(launchers)), thread_name_prefix="launch"
+        )
 
     def backend(self, launcher: Launcher) -> LauncherBackend:
         if launcher.kind not in self._backends:

@@ -129,9 +129,7 @@ def events(launcher: str, stdout: str, after: int) -> EventBatch:
                     )
                 )
             except (KeyError, ValueError, TypeError) as exc:
-                raise ProtocolError(
-                    f"launcher {launcher}: an operation without a valid {exc}: {o}"
-                ) from None
+                raise ProtocolError(f"launcher {launcher}: an operation without a valid {exc}: {o}") from None
         elif kind == "cursor":
             cursor, ts = int(o["seq"]), float(o["ts"])
     if ts == 0.0:

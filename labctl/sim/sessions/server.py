@@ -143,7 +143,15 @@ class LauncherEndpoint:
         now = self.manager.ctx.clock.now()
         j = self.journal
         if verb == "hello":
-            return [{"event": "hello", "protocol": PROTOCOL, "launcher": self.launcher.name, "clock_ts": now, "seq": j.seq}]
+            return [
+                {
+                    "event": "hello",
+                    "protocol": PROTOCOL,
+                    "launcher": self.launcher.name,
+                    "clock_ts": now,
+                    "seq": j.seq,
+                }
+            ]
         if verb == "start":
             desktops = _list(named, "desktop")
             users = _list(named, "user")
@@ -181,7 +189,9 @@ class _Server(asyncssh.SSHServer):
 
     def validate_password(self, username: str, password: str) -> bool:
         expected = self.ep.manager.ctx.credential(self.ep.access.password)
-        return expected is not None and username.lower() == self.ep.access.user.lower() and password == expected
+        return (
+            expected is not None and username.lower() == self.ep.access.user.lower() and password == expected
+        )
 
 
 class LauncherManager:

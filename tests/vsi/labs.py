@@ -1,0 +1,74 @@
+"""Small simulated VDI labs for the VSI plans' tests: a few desktops, launchers with access, a
+Unity array (the array the simulated lab serves on this branch), on their own loopback block."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.labfiles import _free_block
+
+SSD = "{drive: ssd, count: 8, capacity_gb: 400, raid: 10}"
+
+
+def vdi_lab(
+    tmp_path: Path,
+    *,
+    desktops: int = 6,
+    arrays: int = 1,
+    tiers: str = SSD,
+    launchers: int = 2,
+    sessions: int = 8,
+    name: str = "vsi-test.yaml",
+) -> Path:
+    """A lab file with ``desktops`` PVS task workers (write cache on the device disk) on two hosts."""
+    import random
+
+    a = _free_block(random.Random())
+    storage = "".join(
+        f"  - {{name: arr-{k}, kind: unity, url: 'https://127.{a}.0.{k + 1}:8443', user: admin,"
+        f" password: 'secret:sim.unity_password', tls: {{mode: insecure}}}}\n"
+        for k in range(1, arrays + 1)
+    )
+    hw = "".join(
+        f"    - {{array: arr-{k}, model: test, cache_gb: 2, ports: {{count: 2, speed_gbps: 10}}, tiers: [{tiers}]}}\n"
+        for k in range(1, arrays + 1)
+    )
+    stores = "".join(f"    - {{name: ds-{k}, array: arr-{k}, capacity_gb: 500}}\n" for k in range(1, arrays + 1))
+    text = f"""
+lab:
+  name: vsi-test-{a}
+  time_scale: 60
+  simulated: true
+  seed: 7
+networks:
+  - {{name: net, subnet: 127.{a}.0.0/16, broadcast: 127.{a}.255.255, speed_gbps: 10}}
+vcenters:
+  - {{name: vc-01, url: 'https://127.{a}.0.1:8989/sdk', user: administrator@vsphere.local, password: 'secret:sim.vcenter_password', tls: {{mode: insecure}}}}
+storage:
+{storage}vdi:
+  clusters:
+    - name: vdi
+      vcenter: vc-01
+      hosts:
+        - {{name: "esx-vdi-[01-02]", sockets: 2, cores: 4, ghz: 3.0, ram_gb: 96, nics: {{count: 2, speed_gbps: 10}}, ip: 127.{a}.1.1}}
+  arrays:
+{hw}  datastores:
+    - {{name: pvs-store, array: arr-1, capacity_gb: 200}}
+{stores}  pvs_servers:
+    - {{name: pvs-01, vcpus: 4, ram_gb: 16, nics: {{count: 2, speed_gbps: 10}}, vdisk_datastore: pvs-store}}
+  pools:
+    - name: pool
+      desktops: "d-[0001-{desktops:04d}]"
+      cluster: vdi
+      datastores: [{", ".join(f"ds-{k}" for k in range(1, arrays + 1))}]
+      vcpus: 1
+      ram_gb: 1
+      workload: task
+      ip: 127.{a}.16.1
+      provisioning: {{kind: pvs, pvs_servers: [pvs-01], write_cache: device_disk}}
+  launchers:
+    - {{name: "vsi-[01-{launchers:02d}]", sessions: {sessions}, pool: pool, ip: 127.{a}.2.1, access: {{user: vsi, password: "secret:sim.launcher_password", port: 2222, host_key_policy: insecure}}}}
+"""
+    path = tmp_path / name
+    path.write_text(text)
+    return path
