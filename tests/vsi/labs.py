@@ -33,7 +33,9 @@ def vdi_lab(
         f"    - {{array: arr-{k}, model: test, cache_gb: 2, ports: {{count: 2, speed_gbps: 10}}, tiers: [{tiers}]}}\n"
         for k in range(1, arrays + 1)
     )
-    stores = "".join(f"    - {{name: ds-{k}, array: arr-{k}, capacity_gb: 500}}\n" for k in range(1, arrays + 1))
+    stores = "".join(
+        f"    - {{name: ds-{k}, array: arr-{k}, capacity_gb: 500}}\n" for k in range(1, arrays + 1)
+    )
     text = f"""
 lab:
   name: vsi-test-{a}

@@ -54,7 +54,10 @@ def test_saturation_point_is_the_session_count_where_it_stays_above() -> None:
 
 def test_a_short_spike_is_not_saturation() -> None:
     ops, spans = _ramp(None)
-    spiked = [TimedOp(o.session, o.name, o.start_ts, o.response_s + (3.0 if 600 <= o.start_ts < 700 else 0.0)) for o in ops]
+    spiked = [
+        TimedOp(o.session, o.name, o.start_ts, o.response_s + (3.0 if 600 <= o.start_ts < 700 else 0.0))
+        for o in ops
+    ]
     r = compute(spiked, spans, P)
     assert not r.saturated  # two samples above the limit are fewer than `consecutive`
 
@@ -73,7 +76,9 @@ def test_bad_parameters_are_named() -> None:
 # --- on the twin -----------------------------------------------------------------------------------
 
 
-def _login_ramp(tmp_path: Path, tiers: tuple[str, ...], desktops: int) -> tuple[list[TimedOp], list[SessionSpan]]:
+def _login_ramp(
+    tmp_path: Path, tiers: tuple[str, ...], desktops: int
+) -> tuple[list[TimedOp], list[SessionSpan]]:
     """Boot every desktop, then a user every 20 lab s, everyone working until 20 minutes after the last."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     lab = load(tmp_path, vdi_yaml(desktops=desktops, hosts=4, tiers=tiers))
@@ -104,11 +109,20 @@ def _login_ramp(tmp_path: Path, tiers: tuple[str, ...], desktops: int) -> tuple[
 
 @pytest.mark.slow
 def test_the_twin_saturates_on_too_few_spindles_and_not_on_ssds(tmp_path: Path) -> None:
-    params = IndexParams(sample_s=120, min_ops_per_sample=5, baseline_samples=5, baseline_outliers=1, consecutive=3)
-    ssd = compute(*_login_ramp(tmp_path / "ssd", ("{drive: ssd, count: 8, capacity_gb: 400, raid: 10}",), 60), params)
+    params = IndexParams(
+        sample_s=120, min_ops_per_sample=5, baseline_samples=5, baseline_outliers=1, consecutive=3
+    )
+    ssd = compute(
+        *_login_ramp(tmp_path / "ssd", ("{drive: ssd, count: 8, capacity_gb: 400, raid: 10}",), 60), params
+    )
     assert ssd.baseline_s is not None and not ssd.saturated
     assert ssd.share(UxBand.GOOD) >= 0.9
-    hdd = compute(*_login_ramp(tmp_path / "nl", ("{drive: nl, count: 4, capacity_gb: 2000, raid: 5, raid_width: 4}",), 60), params)
+    hdd = compute(
+        *_login_ramp(
+            tmp_path / "nl", ("{drive: nl, count: 4, capacity_gb: 2000, raid: 5, raid_width: 4}",), 60
+        ),
+        params,
+    )
     assert hdd.saturated, [round(s.value_s, 2) for s in hdd.samples]
     assert hdd.saturation_sessions is not None and 0 < hdd.saturation_sessions < 60
     assert hdd.share(UxBand.GOOD) < 0.9

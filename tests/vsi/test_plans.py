@@ -1,0 +1,49 @@
+"""The VSI plans end to end on a small simulated VDI lab, as an engineer runs them (`labctl run`):
+vCenter powers the desktops, the launchers' far side logs users on from the twin, the Unity
+simulator reports the array, and the cell is judged by the plan's criteria."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from labctl.records.run_record import Outcome
+from tests.plans.test_plans_quick import _run, _run_folder, _summaries, _verdict
+from tests.vsi.labs import vdi_lab
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def test_vdi_storm_quick_20_pct_prebooted(tmp_path: Path) -> None:
+    lab = vdi_lab(tmp_path, desktops=5)
+    res = _run(
+        tmp_path, lab, "vdi_storm", "--profile", "quick", "--param", "prebooted_pcts=20", timeout_s=600
+    )
+    run = _run_folder(tmp_path)
+    cell = _summaries(run)["vdi_storm-default-020"]
+    assert [p.name for p in cell.phases] == [
+        "prepare",
+        "boot",
+        "idle",
+        "login",
+        "steady",
+        "logoff",
+        "restore",
+    ]
+    # one desktop pre-booted, four booted by the broker as their users arrived; all logged on
+    assert cell.extra["booted_on_demand"] == 4 and cell.extra["failed_sessions"] == 0
+    desktops = cell.by_role("desktop")
+    assert len(desktops) == 5 and all(d.login_s and d.operations for d in desktops)
+    # the array's figures per phase, and the index with its baseline
+    phases = {f.phase for f in cell.phase_figures}
+    assert {"boot", "login", "steady", "logoff"} <= phases
+    assert cell.response_index is not None and cell.response_index.baseline_s
+    assert cell.response_index.good + cell.response_index.fair + cell.response_index.poor == 5
+    v = _verdict(run, "vdi_storm-default-020")
+    assert v["storage latency"].outcome is Outcome.PASS
+    assert v["no poor desktop"].outcome is Outcome.PASS
+    assert v["interactive operations p95"].window is not None  # judged over the steady phase only
+    steady = next(p for p in cell.phases if p.name == "steady")
+    assert v["interactive operations p95"].window.start_ts_s == pytest.approx(steady.start_ts_s)
+    assert res.returncode in (0, 1), res.stdout[-2000:]
