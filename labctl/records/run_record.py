@@ -236,10 +236,12 @@ class ClientOutcome(Record):
         None, description="desktops: user-experience band, 0 good, 1 fair, 2 poor (`none poor`: max 1)"
     )
     ux_good: int | None = Field(
-        None, description="desktops: 1 in the good band, else 0 (`across: mean` is the share of good desktops)"
+        None,
+        description="desktops: 1 in the good band, else 0 (`across: mean` is the share of good desktops)",
     )
     spare_capacity_pct: float | None = Field(
-        None, description="arrays: capacity not allocated to the cell's datastores, % of the array's usable capacity"
+        None,
+        description="arrays: capacity not allocated to the cell's datastores, % of the array's usable capacity",
     )
 
 
@@ -310,7 +312,8 @@ class PhaseFigures(Record):
         None, description="lab seconds the IOPS stayed above the storm threshold (see `storm_threshold_iops`)"
     )
     storm_threshold_iops: float | None = Field(
-        None, description="the threshold: 1.2 x the steady-state mean when measured, else half the phase's peak"
+        None,
+        description="the threshold: 1.2 x the steady-state mean when measured, else half the phase's peak",
     )
 
 

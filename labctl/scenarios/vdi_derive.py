@@ -65,7 +65,12 @@ def summed(parts: Sequence[ArraySeries], bucket_s: float) -> ArraySeries:
         for k, t in enumerate(a.ts):
             slots.setdefault(round(t / bucket_s), []).append((k, a))
     keep = sorted(n for n, items in slots.items() if len(items) == len(parts))
-    ts, r, w, rmb, wmb, lat = [], [], [], [], [], []
+    ts: list[float] = []
+    r: list[float] = []
+    w: list[float] = []
+    rmb: list[float] = []
+    wmb: list[float] = []
+    lat: list[float | None] = []
     for n in keep:
         items = slots[n]
         ts.append(max(a.ts[k] for k, a in items))
@@ -73,9 +78,9 @@ def summed(parts: Sequence[ArraySeries], bucket_s: float) -> ArraySeries:
         w.append(sum(a.write_iops[k] for k, a in items))
         rmb.append(sum(a.read_mb_s[k] for k, a in items))
         wmb.append(sum(a.write_mb_s[k] for k, a in items))
-        ios = [(a.latency_ms[k], a.iops(k)) for k, a in items if a.latency_ms[k] is not None]
+        ios = [(x, a.iops(k)) for k, a in items if (x := a.latency_ms[k]) is not None]
         total = sum(n_ for _, n_ in ios)
-        lat.append(sum(x * n_ for x, n_ in ios) / total if total > 0 else None)  # type: ignore[operator]
+        lat.append(sum(x * n_ for x, n_ in ios) / total if total > 0 else None)
     return ArraySeries(tuple(ts), tuple(r), tuple(w), tuple(rmb), tuple(wmb), tuple(lat))
 
 
@@ -109,7 +114,7 @@ def figures(
     reads = sum(a.read_iops[k] for k in idx)
     writes = sum(a.write_iops[k] for k in idx)
     mean, peak = sum(iops) / len(iops), max(iops)
-    lat = [(a.latency_ms[k], a.iops(k)) for k in idx if a.latency_ms[k] is not None]
+    lat = [(x, a.iops(k)) for k in idx if (x := a.latency_ms[k]) is not None]
     lat_ios = sum(n for _, n in lat)
     threshold = STORM_OVER_STEADY * steady_mean if steady_mean else STORM_SHARE_OF_PEAK * peak
     base = peak if phase in PEAK_PHASES else mean
@@ -121,8 +126,8 @@ def figures(
             "read_share_pct": 100.0 * reads / (reads + writes) if reads + writes > 0 else None,
             "read_kb": sum(a.read_mb_s[k] for k in idx) * 1e6 / 1024 / reads if reads > 0 else None,
             "write_kb": sum(a.write_mb_s[k] for k in idx) * 1e6 / 1024 / writes if writes > 0 else None,
-            "latency_mean_ms": sum(x * n for x, n in lat) / lat_ios if lat_ios > 0 else None,  # type: ignore[operator]
-            "latency_peak_ms": max((x for x, _ in lat), default=None),  # type: ignore[type-var]
+            "latency_mean_ms": sum(x * n for x, n in lat) / lat_ios if lat_ios > 0 else None,
+            "latency_peak_ms": max((x for x, _ in lat), default=None),
             "throughput_mb_s": sum(a.read_mb_s[k] + a.write_mb_s[k] for k in idx) / len(idx),
             "storm_duration_s": time_above(a, idx, threshold),
             "storm_threshold_iops": threshold,

@@ -214,7 +214,7 @@ class LoginStorm:
             while power_times and power_times[0] <= now - 60.0:
                 power_times.popleft()
             short = len(waiting) - len(free) - len(booting)
-            wanted = []
+            wanted: list[str] = []
             while short > 0 and self.off and len(power_times) + len(wanted) < pc.broker_power_per_min:
                 wanted.append(self.off.pop(0))
                 short -= 1
@@ -232,9 +232,10 @@ class LoginStorm:
             if now - last_poll >= pc.poll_s or not waiting:
                 last_poll = now
                 for e in self.book.absorb(lab, self.ctx, self.launchers):
-                    user = in_flight.get(e.session)
-                    if user is None:
+                    who = in_flight.get(e.session)
+                    if who is None:
                         continue
+                    user = who
                     if e.state is SessionState.ACTIVE:
                         del in_flight[e.session]
                         done[user] = ""

@@ -53,8 +53,8 @@ from labctl.scenarios.common import Phases, StormResult, restore
 from labctl.scenarios.settings import Count, LabSeconds, SampleInterval, Settings
 from labctl.scenarios.vdi_sessions import LoginStorm, Pacing, SessionBook, log_off, work
 
-PHASES = ("boot", "idle", "login", "steady", "logoff")
 PhaseName = Literal["boot", "idle", "login", "steady", "logoff"]
+PHASES: tuple[PhaseName, ...] = ("boot", "idle", "login", "steady", "logoff")
 ROLE = "desktop"
 # View Planner's split: interactive operations (group A, judged at 1 s) and those that wait for I/O
 # (group B, 6 s). Operations not named here count in `all` only.

@@ -13,14 +13,14 @@ Adding a backend (WinRM, a vendor's REST API): a module in this package with a c
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from labctl.inventory.vdi import Launcher
 from labctl.lab.launchers.model import EventBatch, Refusal, SessionEvent
 
 
 class LauncherBackend(Protocol):
-    kind: str
+    kind: ClassVar[str]
 
     def hello(self, launcher: Launcher) -> tuple[float, int]:
         """Check the launcher answers and speaks the protocol: its clock now (lab epoch seconds)

@@ -9,8 +9,13 @@ from labctl.lab.launchers.backend import LauncherBackend
 from labctl.lab.launchers.ssh import SshLauncherBackend
 from labctl.lab.session import LabSession
 
+
+def _ssh(session: LabSession) -> LauncherBackend:
+    return SshLauncherBackend(session)
+
+
 BACKENDS: dict[str, Callable[[LabSession], LauncherBackend]] = {
-    SshLauncherBackend.kind: SshLauncherBackend,
+    SshLauncherBackend.kind: _ssh,
 }
 
 
