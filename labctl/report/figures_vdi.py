@@ -202,8 +202,11 @@ def _steady(c: CellView) -> PhaseFigures | None:
 
 
 def scale_out_chart(cells: Sequence[CellView]) -> Fig | None:
-    rows = [(c, _steady(c)) for c in cells if c.summary.scenario == "scale_out"]
-    rows = [(c, s) for c, s in rows if s is not None and s.iops_mean]
+    rows: list[tuple[CellView, PhaseFigures]] = []
+    for c in cells:
+        s = _steady(c) if c.summary.scenario == "scale_out" else None
+        if s is not None and s.iops_mean:
+            rows.append((c, s))
     if len(rows) < 2:
         return None
     f = charts.new_figure()
