@@ -32,6 +32,7 @@ def _register() -> None:
     from labctl.cli import check_cmd, compare_cmd, inventory_cmd, power_cmd, report_cmd, run_cmd, sim_cmd
     from labctl.cli.baseline_cmd import baseline
     from labctl.cli.lease_cmd import lease
+    from labctl.cli.nightly_cmd import nightly
     from labctl.cli.runs_cmd import runs
     from labctl.cli.size_cmd import size
 
@@ -47,6 +48,7 @@ def _register() -> None:
         size,
         runs,
         baseline,
+        nightly,
     ):
         cli.add_command(command)
 
