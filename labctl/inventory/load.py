@@ -39,6 +39,13 @@ from labctl.inventory.model import (
     VCenter,
 )
 from labctl.inventory.ranges import RangeError, expand_ips, expand_macs, expand_names, normalise_mac
+from labctl.inventory.vdi_resolve import (
+    STORAGE_URL_SCHEMES,
+    VdiResolver,
+    pool_groups,
+    storage_with_volumes,
+    vcenters_with_clusters,
+)
 
 Loc = tuple[str | int, ...]
 
@@ -440,6 +447,9 @@ def resolve(
         return every_machine or not wanted or chosen in wanted
 
     declared = _declare_machines(c, spec, networks, in_config)
+    vdi = VdiResolver(spec, c.add) if spec.vdi is not None else None
+    if vdi is not None:  # desktops are VMs of the lab, in every configuration
+        declared.extend(_Declared(m, loc, True) for m, loc in vdi.desktops())
     everywhere: dict[str, Machine] = {}  # every machine of the file, whatever the configuration
     machines: dict[str, Machine] = {}  # those of the chosen configuration
     for d in declared:
@@ -466,7 +476,9 @@ def resolve(
     for i, arr in enumerate(spec.storage):
         if arr.name in storage:
             c.add(("storage", i, "name"), f"duplicate storage array name {arr.name!r}", "rename one")
-        _check_url(c, ("storage", i, "url"), arr.url)
+        _check_url(
+            c, ("storage", i, "url"), arr.url, STORAGE_URL_SCHEMES.get(arr.kind.value, ("https", "http"))
+        )
         storage[arr.name] = arr
 
     shares: dict[str, Share] = {}
@@ -491,6 +503,13 @@ def resolve(
     # configuration then lacks is a consequence, not a second problem to report.
     config = _configuration(c, spec, None if misspelt_configuration else chosen, machines, shares)
 
+    vdi_lab = vdi.finish(storage, [*everywhere, *groups]) if vdi is not None else None
+    if vdi_lab is not None:
+        vcenters = vcenters_with_clusters(vcenters, vdi_lab, c.add)
+        storage = storage_with_volumes(storage, vdi_lab)
+        groups = {**groups, **pool_groups(vdi_lab)}
+    vdi_targets = [*vdi_lab.hosts, *vdi_lab.datastores] if vdi_lab is not None else []
+
     for i, fault in enumerate(spec.lab.faults):
         for j, target in enumerate(fault.targets):
             floc: Loc = ("lab", "faults", i, "targets", j)
@@ -499,7 +518,7 @@ def resolve(
             except RangeError as exc:
                 c.add(floc, str(exc), exc.fix)
                 continue
-            known = [*everywhere, *storage, *vcenters]
+            known = [*everywhere, *storage, *vcenters, *vdi_targets]
             unknown = [n for n in names if n not in known]
             if unknown:
                 c.add(
@@ -530,6 +549,7 @@ def resolve(
         shares=shares,
         switches=spec.switches,
         inventory_sha256=hashlib.sha256(raw).hexdigest(),
+        vdi=vdi_lab,
     )
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from labctl.inventory.faults import FaultSpec
 from labctl.inventory.twin_params import TwinParameters
+from labctl.inventory.vdi import VdiLab, VdiSpec
 
 
 class Frozen(BaseModel):
@@ -239,6 +240,9 @@ class VCenter(Frozen):
 
 class StorageKind(StrEnum):
     UNITY = "unity"
+    POWERSTORE = "powerstore"
+    SC = "sc"  # Dell SC / Compellent (Data Collector REST)
+    EQUALLOGIC = "equallogic"  # EqualLogic PS (SNMP, as SAN HQ polls it)
 
 
 SUPPORTED_STORAGE_KINDS = tuple(k.value for k in StorageKind)
@@ -325,6 +329,9 @@ class InventorySpec(Frozen):
     groups: dict[str, GroupSpec] = {}
     configurations: dict[str, ConfigurationSpec] = {}
     default_configuration: str | None = None
+    vdi: VdiSpec | None = (
+        None  # virtual-desktop labs: hosts, pools, datastores, arrays (labctl.inventory.vdi)
+    )
 
 
 # --- resolved lab --------------------------------------------------------------------------------
@@ -421,6 +428,7 @@ class Lab(Frozen):
     shares: dict[str, Share]
     switches: tuple[Switch, ...]
     inventory_sha256: str
+    vdi: VdiLab | None = None
     nightly: NightlySpec = NightlySpec()  # what `labctl nightly` runs here without named plans
 
     def machine(self, name: str) -> Machine:
