@@ -35,6 +35,7 @@ from labctl.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInputError, Labct
 from labctl.inventory.load import load_lab
 from labctl.inventory.model import Lab
 from labctl.recorder.runfolder import RunFolder
+from labctl.recorder.sinks.allure import ALLURE_RESULTS_DIR
 from labctl.store import ResultsStore, StoreError, default_store_url, import_run, open_store
 from labctl.store.folder import RunFolderData, read_run_folder
 from labctl.store.rows import utc
@@ -168,15 +169,22 @@ def judge(
     store.finish_run(folder.info, str(run_dir))
     if comparison is not None:
         comparison.write(run_dir / COMPARE_FILE)
-    notes += _reports(store, data, verdict, report=report, report_url=report_url)
+    notes += _reports(store, data, verdict, comparison, report=report, report_url=report_url)
     return verdict, comparison, _links(run_dir, report_url), notes
 
 
 def _reports(
-    store: ResultsStore, data: RunFolderData, verdict: NightVerdict, *, report: bool, report_url: str | None
+    store: ResultsStore,
+    data: RunFolderData,
+    verdict: NightVerdict,
+    comparison: Comparison | None,
+    *,
+    report: bool,
+    report_url: str | None,
 ) -> list[str]:
-    """The trends page (always: it is cheap) and, with ``report``, Allure (history from the store)
-    and the figures page. A report that fails is a note: the verdict stands."""
+    """The trends page (always: it is cheap) and, with ``report``, Allure (regressed cells marked,
+    history from the store) and the figures page. A report that fails is a note: the verdict stands."""
+    from labctl.report.allure_regressions import mark_regressions
     from labctl.report.trends import write_trends_page
     from labctl.store.history import ALLURE_HISTORY_FILE, allure_history_from_store, night_history
 
@@ -185,6 +193,8 @@ def _reports(
     write_trends_page(
         run_dir, nights, current=info.run_id, baseline_runs=verdict.baseline_runs, source=store.url
     )
+    if comparison is not None:  # also without --report: a later `labctl report` shows them
+        mark_regressions(run_dir / ALLURE_RESULTS_DIR, comparison)
     if not report:
         return []
     from labctl.report.build import build_report  # Allure runs in node: only when asked

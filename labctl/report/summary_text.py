@@ -159,14 +159,14 @@ def night_verdict(
 # --- rendering ------------------------------------------------------------------------------------------
 
 
-def _change(f: FigureChange) -> str:
+def change_line(f: FigureChange) -> str:
     """``disk_latency_ms mean pvs-01/D: 0.10 -> 6.56 ms (+6.46, +6400 %; noise ±1.28)``."""
     if f.value is None or f.baseline is None:
-        return f"{f.figure}: {f.note or f.status.value}"
+        return f"{f.figure} {f.note or f.status.value}"
     unit = f" {f.unit}" if f.unit else ""
     pct = f", {f.delta_pct:+.0f} %" if f.delta_pct is not None else ""
     noise = f"; noise ±{f.tolerance:.3g}" if f.tolerance is not None else ""
-    return f"{f.figure}: {f.baseline:.3g} -> {f.value:.3g}{unit} ({f.delta:+.3g}{pct}{noise})"
+    return f"{f.figure} {f.baseline:.3g} -> {f.value:.3g}{unit} ({f.delta:+.3g}{pct}{noise})"
 
 
 def _lines(v: NightVerdict, comparison: Comparison | None, links: Mapping[str, str], md: bool) -> list[str]:
@@ -188,7 +188,7 @@ def _lines(v: NightVerdict, comparison: Comparison | None, links: Mapping[str, s
         out += ["", bold("Regressions") + " (the responsible metrics first)"]
         for c in comparison.of(CellStatus.REGRESSED):
             out.append(f"- {code(c.cell)}")
-            out += [f"  - {_change(f)}" for f in c.regressed[:FIGURES_PER_CELL]]
+            out += [f"  - {change_line(f)}" for f in c.regressed[:FIGURES_PER_CELL]]
             rest = len(c.regressed) - FIGURES_PER_CELL
             if rest > 0:
                 out.append(f"  - and {rest} more (compare.json)")

@@ -10,9 +10,8 @@ page shows the same trends on any machine.
 
 One chart per figure (boot time, retries, machines that never booted, copy time, and the peak of
 the streaming server's CPU, NIC and disk queue, the disk latency), one line per cell across the
-nights. Server-side figures are the busiest entity's (the disk with the longest queue, the NIC
-sending most): a storm loads the write-cache disk and the streaming NIC, and one line per cell
-stays readable. Marked on every chart:
+nights; for server-side figures one per cell and entity (disk, NIC, server: colour by cell, line
+style by entity), leaving out entities that stay idle. Marked on every chart:
 
 - a night whose cell was a lab fault (``lab_fault``, ``no_data``, ``error``, ``interrupted``):
   no value (it measured the lab), a red ``x`` on the axis;
@@ -37,7 +36,8 @@ from labctl.report.compare import FAULTS
 from labctl.report.summary_text import NightVerdict
 
 TRENDS_FILE = "trends.html"
-_SKIP_ENTITIES = ("Loopback", "/_Total")  # the loopback NIC and typeperf's sums are never the busiest
+_SKIP_ENTITIES = ("Loopback", "/_Total")  # the loopback NIC and typeperf's sums over instances
+IDLE_SHARE = 0.05  # a server entity below this share of a chart's largest value is idle: not drawn
 
 
 @dataclass(frozen=True)
@@ -58,34 +58,22 @@ TRENDS: tuple[Trend, ...] = (
         "Retries, mean per client", "retries", "mean", "requests", "requests re-sent to the streaming server"
     ),
     Trend("Retries, worst client", "retries", "max", "requests", "the client that re-sent most"),
-    Trend(
-        "Machines that never booted",
-        "never_booted",
-        "count",
-        "machines",
-        "a booting role without a boot time",
-    ),
+    Trend("Machines that never booted", "never_booted", "count", "machines", "booting role, no boot time"),
     Trend("Copy time, mean per copier", "copy_s", "mean", "s", "copy/reboot plans: 512 MB per copier"),
-    Trend("Streaming server CPU, peak", "cpu_pct", "peak", "%", "busiest server, over the criteria window"),
-    Trend("NIC sent utilisation, peak", "nic_sent_util_pct", "peak", "%", "busiest NIC, over the window"),
-    Trend(
-        "Disk queue, peak", "disk_queue_len", "peak", "requests", "busiest disk (the write cache in a storm)"
-    ),
-    Trend("Disk latency, mean", "disk_latency_ms", "mean", "ms", "busiest disk, mean over the window"),
+    Trend("Server CPU, peak", "cpu_pct", "peak", "%", "per server, over the criteria window"),
+    Trend("NIC sent utilisation, peak", "nic_sent_util_pct", "peak", "%", "per NIC, over the window"),
+    Trend("Disk queue, peak", "disk_queue_len", "peak", "requests", "per disk (the write cache in a storm)"),
+    Trend("Disk latency, mean", "disk_latency_ms", "mean", "ms", "per disk, mean over the window"),
 )
 
 
-def _value(cell: CellFigures, t: Trend) -> tuple[float | None, list[str]]:
-    """The cell's value of a trend (the busiest entity's for server figures) and the figure keys
-    it stands for (to match a night's regressed figures)."""
-    found = [
-        f
+def _values(cell: CellFigures, t: Trend) -> dict[str, tuple[float, str]]:
+    """The cell's values of a trend per entity ('' for per-machine figures): value and figure key."""
+    return {
+        f.entity: (f.value, f.key)
         for f in cell.figures.values()
         if f.kind == t.kind and f.statistic == t.statistic and not any(s in f.entity for s in _SKIP_ENTITIES)
-    ]
-    if not found:
-        return None, []
-    return max(f.value for f in found), [f.key for f in found]
+    }
 
 
 def _verdict(extra: Mapping[str, Any]) -> NightVerdict | None:
@@ -107,28 +95,69 @@ def _label(run: RunFigures) -> str:
 @dataclass
 class _Series:
     cell: str
+    entity: str
     values: list[float]  # NaN: no value that night
     faults: list[int]  # nights the cell was a lab fault
     regressed: list[int]  # nights the value was flagged
 
+    @property
+    def peak(self) -> float:
+        return max((x for x in self.values if not math.isnan(x)), default=0.0)
+
 
 def _series(nights: Sequence[tuple[RunFigures, Mapping[str, Any]]], t: Trend) -> list[_Series]:
-    cells = list(dict.fromkeys(c for run, _ in nights for c in run.cells))
+    """One series per cell (per entity for server figures); a server entity that stays below
+    ``IDLE_SHARE`` of the chart's largest value is left out (an idle disk or NIC says nothing)."""
+    faults: dict[str, list[int]] = {}
+    found: dict[tuple[str, str], _Series] = {}
+    for i, (run, extra) in enumerate(nights):
+        v = _verdict(extra)
+        for cell, c in run.cells.items():
+            if c.outcome in FAULTS:  # it measured the lab, not the product: no value
+                faults.setdefault(cell, []).append(i)
+                continue
+            for entity, (value, key) in _values(c, t).items():
+                s = found.setdefault((cell, entity), _Series(cell, entity, [math.nan] * len(nights), [], []))
+                s.values[i] = value
+                if v is not None and key in v.regressed.get(cell, []):
+                    s.regressed.append(i)
+    top = max((s.peak for s in found.values()), default=0.0)
     out = []
-    for cell in sorted(cells):
-        s = _Series(cell, [], [], [])
-        for i, (run, extra) in enumerate(nights):
-            c = run.cells.get(cell)
-            value, keys = _value(c, t) if c is not None else (None, [])
-            if c is not None and c.outcome in FAULTS:
-                s.faults.append(i)
-                value = None  # it measured the lab, not the product
-            s.values.append(math.nan if value is None else value)
-            v = _verdict(extra)
-            if value is not None and v is not None and set(keys) & set(v.regressed.get(cell, [])):
-                s.regressed.append(i)
-        if any(not math.isnan(x) for x in s.values) or s.faults:
-            out.append(s)
+    for (cell, entity), s in sorted(found.items()):
+        if entity and s.peak < IDLE_SHARE * top:
+            continue
+        s.faults = faults.get(cell, [])
+        out.append(s)
+    return out
+
+
+def _common_prefix(names: Sequence[str], sep: str) -> str:
+    """The longest prefix all ``names`` share that ends with ``sep`` ('' for fewer than two)."""
+    if len(set(names)) < 2:
+        return ""
+    head = names[0]
+    for n in names[1:]:
+        while not n.startswith(head):
+            head = head[:-1]
+    return head[: head.rfind(sep) + 1] if sep in head else ""
+
+
+def _short(text: str, width: int = 26) -> str:
+    """A legend label cut in the middle (the end tells NICs apart: ``... [NDIS VBD Client] _2``)."""
+    return text if len(text) <= width else f"{text[: width // 2 - 1]}…{text[-(width // 2) :]}"
+
+
+def _labels(lines: Sequence[_Series]) -> list[str]:
+    """Legend labels without what every line shares (the plan and configuration of the cell ids,
+    the server of the entities)."""
+    cells = [s.cell for s in lines]
+    entities = [s.entity for s in lines if s.entity]
+    cut_cell, cut_entity = _common_prefix(cells, "-"), _common_prefix(entities, "/")
+    out = []
+    for s in lines:
+        cell = s.cell[len(cut_cell) :] or s.cell
+        entity = _short(s.entity[len(cut_entity) :] or s.entity) if s.entity else ""
+        out.append(f"{cell} {entity}".strip())
     return out
 
 
@@ -145,8 +174,14 @@ def trend_chart(
     for i, (run, _) in enumerate(nights):
         if run.run_id in baseline_runs:
             ax.axvspan(i - 0.4, i + 0.4, color="#9e9e9e", alpha=0.18, linewidth=0)
-    for s, color in zip(lines, charts.colors(len(lines)), strict=True):
-        ax.plot(xs, s.values, marker="o", markersize=4, linewidth=1.5, color=color, label=s.cell)
+    cells = list(dict.fromkeys(s.cell for s in lines))
+    palette = dict(zip(cells, charts.colors(len(cells)), strict=True))
+    styles: dict[str, str] = {}
+    for s, label in zip(lines, _labels(lines), strict=True):  # colour: the cell; style: the entity
+        style = styles.setdefault(s.entity, ("-", "--", ":", "-.")[len(styles) % 4])
+        ax.plot(
+            xs, s.values, style, marker="o", markersize=4, linewidth=1.5, color=palette[s.cell], label=label
+        )
         if s.regressed:
             ax.plot(
                 s.regressed,
@@ -173,7 +208,8 @@ def trend_chart(
     ax.set_ylim(bottom=0)
     ax.set_title(t.title, loc="left")
     ax.set_ylabel(t.unit)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    prefix = _common_prefix([s.cell for s in lines], "-")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title=f"{prefix}…" if prefix else "cell")
     return charts.svg(fig)
 
 
@@ -264,7 +300,7 @@ def trends_html(
         body.append(
             '<p class="note">One line per cell. A red x: that night the cell was a lab fault and has no '
             "value; a red ring: the nightly flagged the value as a regression; grey bands: the baseline "
-            "runs. Server figures are the busiest entity's over the criteria window.</p>"
+            "runs. Server figures per entity (line style), over the criteria window; idle entities are left out.</p>"
         )
         body.append('<div class="grid">')
         for t in TRENDS:

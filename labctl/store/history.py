@@ -105,10 +105,20 @@ def _wall_ms(run: dict[str, Any], lab_ts: float | None) -> int | None:
     return int((wall_s + (lab_ts - run["started_lab_ts_s"]) / (run.get("time_scale") or 1.0)) * 1000)
 
 
+def _regressed(extra: dict[str, Any]) -> dict[str, list[str]]:
+    """The cells the nightly found regressed that night (run.json ``extra.nightly.regressed``)."""
+    nightly = extra.get("nightly")
+    found = nightly.get("regressed") if isinstance(nightly, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): [str(f) for f in v] for k, v in found.items() if isinstance(v, list)}
+
+
 def _data_point(
     run: dict[str, Any], lab: str, plan: str, cells: list[dict[str, Any]], url: str
 ) -> dict[str, Any]:
     started_ms = int(run["started_utc"].replace(tzinfo=UTC).timestamp() * 1000)
+    regressed = _regressed(_extra(run["extra_json"]))
     results: dict[str, Any] = {}
     for c in cells:
         outcome = Outcome(c["outcome"])
@@ -137,7 +147,11 @@ def _data_point(
             "historyId": key,
             "reportLinks": [],
         }
-        if outcome is not Outcome.PASS:
+        if c["cell"] in regressed and item["status"] == "passed":  # as the nightly marked it that night
+            figures = ", ".join(regressed[c["cell"]][:3])
+            item.update(status="failed", message=f"regression: {figures}\noutcome: regression (Regression)")
+            labels.append({"name": "tag", "value": "regression"})
+        elif outcome is not Outcome.PASS:
             item["message"] = f"{c['reason'] or outcome.value}\noutcome: {outcome.value} ({KIND[outcome]})"
         results[key] = item
     return {
