@@ -85,16 +85,19 @@ def compare_with_history(
     return result
 
 
-@click.command(short_help="Compare a run with its baseline; exit 1 on a regression beyond the noise.")
-@click.argument("run")
-@click.argument("baselines", metavar="[BASELINE]...", nargs=-1)
-@click.option(
+history_option = click.option(
     "--history",
     "history_runs",
     type=click.IntRange(min=0),
     default=None,
     help="Earlier runs of the lab + plan in the store to measure the noise by (default 30; 0: baseline runs only).",
 )
+
+
+@click.command(short_help="Compare a run with its baseline; exit 1 on a regression beyond the noise.")
+@click.argument("run")
+@click.argument("baselines", metavar="[BASELINE]...", nargs=-1)
+@history_option
 @click.option("--cells", default=None, metavar="GLOB", help="Only cells whose id matches, e.g. '*-100'.")
 @click.option(
     "--all", "all_figures", is_flag=True, help="Show every figure, not only those outside the noise."

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 import click
 
 from labctl.cli.common import config_option, lab_option, resolve_results_dir, results_dir_option
-from labctl.cli.compare_cmd import compare_with_history, stored_baseline
-from labctl.cli.run_cmd import plan_files, run_plans
+from labctl.cli.compare_cmd import compare_with_history, history_option, stored_baseline
+from labctl.cli.run_cmd import lease_wait_option, plan_files, run_plans
 from labctl.cli.runs_cmd import store_option
 from labctl.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInputError, LabctlError
 from labctl.inventory.load import load_lab
@@ -251,20 +251,8 @@ def _write_summaries(
 @click.option(
     "--param", "params", multiple=True, metavar="KEY=VALUE", help="Override a plan parameter (repeatable)."
 )
-@click.option(
-    "--lease-wait",
-    type=click.FloatRange(0, 86_400),
-    default=0,
-    metavar="SECONDS",
-    help="Wait this long for a lab another run holds (default: stop at once, naming the holder).",
-)
-@click.option(
-    "--history",
-    "history_runs",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Earlier runs of the lab + plan to measure the noise by (default 30; 0: the baseline runs only).",
-)
+@lease_wait_option
+@history_option
 @click.option(
     "--report/--no-report",
     default=True,

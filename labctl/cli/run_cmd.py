@@ -49,6 +49,15 @@ def _pytest_exit_to_labctl(code: int) -> int:
     return mapping.get(int(code), EXIT_FAILED)
 
 
+lease_wait_option = click.option(
+    "--lease-wait",
+    type=click.FloatRange(0, 86_400),
+    default=0,
+    metavar="SECONDS",
+    help="Wait this long for a lab another run holds (default: stop at once, naming the holder).",
+)
+
+
 @click.command(
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
     short_help="Run a test plan (boot_storm, copy_reboot, ha_comparison, 2007) and build its report.",
@@ -66,13 +75,7 @@ def _pytest_exit_to_labctl(code: int) -> int:
 )
 @results_dir_option("Where run folders go")
 @click.option("--report/--no-report", default=True, help="Build the Allure and figures report afterwards.")
-@click.option(
-    "--lease-wait",
-    type=click.FloatRange(0, 86_400),
-    default=0,
-    metavar="SECONDS",
-    help="Wait this long for a lab another run holds (default: stop at once, naming the holder).",
-)
+@lease_wait_option
 @click.pass_context
 def run(
     ctx: click.Context,

@@ -4,13 +4,10 @@ folders written through the typed run record), a held lease, an unreachable stor
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from labctl.cli import cli
-from labctl.cli.common import run_cli
 from labctl.lab.lease_file import FileLeaseStore
 from labctl.recorder.runfolder import RunFolder
 from labctl.recorder.series import RunSeries
@@ -19,8 +16,7 @@ from labctl.store import open_store
 from labctl.store.folder import read_run_folder
 from tests.labfiles import make_test_lab
 from tests.nightly.nights import cell_id, make_run
-
-Labctl = Callable[..., tuple[int, str]]
+from tests.test_cli_compare import Labctl
 
 
 @pytest.fixture
@@ -31,16 +27,6 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for var in ("LABCTL_STORE", "LABCTL_LAB", "LABCTL_REPORT_URL", "LABCTL_HUB"):
         monkeypatch.delenv(var, raising=False)
     return out
-
-
-@pytest.fixture
-def labctl(capsys: pytest.CaptureFixture[str]) -> Labctl:
-    def run(*args: str) -> tuple[int, str]:
-        code = run_cli(cli, list(args))
-        out = capsys.readouterr()
-        return code, out.out + out.err
-
-    return run
 
 
 def _allure_results(run: Path) -> None:
