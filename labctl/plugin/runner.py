@@ -298,9 +298,9 @@ def _sources(session: Any, interval_s: float) -> list[Any]:
 
 def _evidence_png(verdict: CriterionVerdict, series: Sequence[Series]) -> bytes:
     """A criterion's evidence as a PNG chart, for the Allure sink."""
-    from labctl.report import charts  # matplotlib: drawn only for a criterion that did not pass
+    from labctl.report.charts import evidence_png  # matplotlib: loaded only when a chart is drawn
 
-    return charts.png(charts.evidence(verdict, series))  # type: ignore[arg-type]  # typed by the report's rework
+    return evidence_png(verdict, series)
 
 
 def _latest(recorder: Recorder, cell: str) -> Any:
