@@ -163,7 +163,7 @@ def judge(
                 )
             except BadInputError as exc:  # e.g. no cell in common: the verdict is the run's own
                 notes.append(f"not compared with baseline {set_id}: {exc}")
-    verdict = night_verdict(figures, comparison)
+    verdict = night_verdict(figures, comparison, run_reason=data.info.reason)
     folder = RunFolder.open(run_dir)
     folder.annotate(nightly=verdict.model_dump(mode="json"))  # the run folder stays the source of truth
     store.finish_run(folder.info, str(run_dir))

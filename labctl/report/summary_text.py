@@ -115,10 +115,12 @@ def _cell_faults(figures: RunFigures, comparison: Comparison | None) -> dict[str
 
 
 def night_verdict(
-    figures: RunFigures, comparison: Comparison | None, *, history_runs: int = 0
+    figures: RunFigures, comparison: Comparison | None, *, run_reason: str = "", history_runs: int = 0
 ) -> NightVerdict:
-    """The night's verdict from the run's figures (cells and their outcomes) and its comparison
-    with the baseline (None: no baseline is set)."""
+    """The night's verdict from the run's figures (cells and their outcomes), its comparison with
+    the baseline (None: no baseline is set) and run.json's one-line ``run_reason``. A run that
+    failed or broke outside its cells (a plan's own check, a crash) counts as ``(run)``; so does
+    a run with no end recorded (killed, or still running)."""
     regressed = (
         {c.cell: [f.figure for f in c.regressed] or ["verdict"] for c in comparison.of(CellStatus.REGRESSED)}
         if comparison is not None
@@ -126,16 +128,22 @@ def night_verdict(
     )
     failed = {c.cell: c.reason or "failed" for c in figures.cells.values() if c.outcome is Outcome.FAIL}
     faults = _cell_faults(figures, comparison)
+    outcome = figures.outcome
+    if outcome == RunOutcome.FAILED.value and not failed:  # e.g. a plan's own assertion
+        failed["(run)"] = run_reason or "the run failed outside its cells"
+    if outcome == RunOutcome.RUNNING.value:
+        faults["(run)"] = "no end recorded: the run was killed, or is still running"
+    elif outcome == RunOutcome.ERROR.value and not faults:
+        faults["(run)"] = run_reason or "the run broke outside its cells"
     if figures.outcome == RunOutcome.INTERRUPTED.value:
         verdict = Verdict.INTERRUPTED
     elif regressed:
         verdict = Verdict.REGRESSION
     elif failed:
         verdict = Verdict.FAILED
-    elif faults or figures.outcome in (RunOutcome.LAB_FAULT.value, RunOutcome.ERROR.value):
+    elif faults or outcome == RunOutcome.LAB_FAULT.value:
         verdict = Verdict.LAB_FAULT
-        if not faults:  # the run broke outside any cell (e.g. no cell ran)
-            faults = {"(run)": f"{figures.outcome}"}
+        faults = faults or {"(run)": run_reason or outcome}
     else:
         verdict = Verdict.PASSED
     return NightVerdict(

@@ -118,3 +118,15 @@ def test_an_unknown_plan_in_the_lab_file_names_the_file(
     assert f"{lab}: lab.nightly.plans: unknown plan 'boot_strom'" in out
     code, out = labctl("nightly", "--lab", str(lab), "no_such_plan")
     assert code == 2 and "unknown plan 'no_such_plan'" in out and "lab.nightly" not in out
+
+
+def test_an_interrupted_night_is_stored_not_compared_and_exits_130(results: Path, labctl: Labctl) -> None:
+    base = make_run(results, seed=1, night=1)
+    code, out = labctl("baseline", "set", "sim-2007", "boot_storm", base.name)
+    assert code == 0, out
+    stopped = make_run(results, seed=2, night=2, faults={cell_id(50): "interrupted"})
+    code, out = labctl("nightly", "--run", stopped.name, "--no-report")
+    assert code == 130, out
+    assert "INTERRUPTED" in out and "interrupted: what was measured is kept" in out
+    assert not (stopped / "compare.json").exists()
+    assert open_store(f"duckdb:{results / 'store'}").run(stopped.name) is not None

@@ -65,6 +65,27 @@ def test_without_a_baseline_the_run_decides_and_the_summary_says_how_to_set_one(
     assert (v.verdict, v.exit_code) == (Verdict.INTERRUPTED, 130)
 
 
+def test_a_run_that_failed_or_died_outside_its_cells_is_not_a_clean_night(tmp_path: Path) -> None:
+    run = figures(make_run(tmp_path, seed=1))  # every cell passed
+    own_check = night_verdict(run.model_copy(update={"outcome": "failed"}), None, run_reason="assert 4 == 5")
+    assert (own_check.verdict, own_check.exit_code, own_check.failed) == (
+        Verdict.FAILED,
+        1,
+        {"(run)": "assert 4 == 5"},
+    )
+    killed = night_verdict(run.model_copy(update={"outcome": "running"}), None)
+    assert (killed.verdict, killed.exit_code) == (Verdict.LAB_FAULT, 3) and "killed" in killed.lab_faults[
+        "(run)"
+    ]
+    crashed = night_verdict(
+        run.model_copy(update={"outcome": "error"}), None, run_reason="pytest ended with internal_error"
+    )
+    assert (crashed.verdict, crashed.lab_faults) == (
+        Verdict.LAB_FAULT,
+        {"(run)": "pytest ended with internal_error"},
+    )
+
+
 def test_the_message_puts_the_verdict_then_the_responsible_metrics_first(tmp_path: Path) -> None:
     base = make_run(tmp_path, seed=1)
     worse = make_run(tmp_path, seed=3, night=2, write_cache_spindles=2, faults={cell_id(1): "no_data"})
