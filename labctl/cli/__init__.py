@@ -30,9 +30,11 @@ def cli() -> None:
 
 def _register() -> None:
     from labctl.cli import check_cmd, compare_cmd, inventory_cmd, power_cmd, report_cmd, run_cmd, sim_cmd
+    from labctl.cli.agent_cmd import agent, agents
     from labctl.cli.baseline_cmd import baseline
     from labctl.cli.lease_cmd import lease
     from labctl.cli.nightly_cmd import nightly
+    from labctl.cli.quarantine_cmd import quarantine
     from labctl.cli.runs_cmd import runs
     from labctl.cli.size_cmd import size
 
@@ -45,6 +47,9 @@ def _register() -> None:
         report_cmd.report,
         compare_cmd.compare,
         lease,
+        agent,
+        agents,
+        quarantine,
         size,
         runs,
         baseline,

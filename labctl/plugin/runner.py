@@ -34,6 +34,7 @@ from labctl.criteria.model import load_criteria
 from labctl.criteria.variables import Names, lab_names
 from labctl.errors import BadInputError, LabctlError
 from labctl.lab.lease import Lease
+from labctl.lab.sites import set_run_context
 from labctl.plugin.environment import LabEnvironment
 from labctl.plugin.interrupts import Interrupts
 from labctl.plugin.live import CellDisplay, Terminal
@@ -151,6 +152,7 @@ class CellRunner:
         except LabctlError as exc:  # the lab (or its simulator) did not come up: this cell is broken
             raise LabFault(f"{cid}: {exc}") from exc
         cfg = self.env.configuration or "default"
+        set_run_context(session, self.run_folder.run_id, cid)  # order ids of a lab's site agents
         head = CellHead(cid, self.plan, scenario.name, self.env.configuration, scenario.parameters())
         recorder = Recorder(
             self.run_folder,
