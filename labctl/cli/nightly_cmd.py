@@ -94,11 +94,15 @@ def _check_store(store: ResultsStore) -> None:
 
 
 def _check_lease(lab: Lab, wait_s: float) -> None:
-    """One line naming the holder when another run holds the lab (the run takes the lease itself;
-    this only spares the log a pytest session that stops at once)."""
+    """One line naming the holder when another run holds the lab (the run takes the lease itself,
+    from the same store: the lab's hub when it has site agents; this only spares the log a pytest
+    session that stops at once)."""
     from labctl.lab.lease import LeaseHeld, holder_description, lease_resource, open_lease_store
 
-    leases = open_lease_store()
+    agents = lab.agents
+    leases = open_lease_store(
+        agents.hub if agents else None, hub_domain=agents.hub_domain if agents else None
+    )
     try:
         leases.take(
             lease_resource("lab", lab.name),

@@ -75,6 +75,7 @@ def _labctl(tmp_path: Path, *args: str, timeout_s: float = 300) -> subprocess.Co
     env.update(
         LABCTL_STATE_DIR=str(tmp_path / "state"),
         LABCTL_LEASE_DIR=str(tmp_path / "leases"),
+        LABCTL_QUARANTINE_FILE=str(tmp_path / "quarantine.json"),
         LABCTL_RESULTS=str(tmp_path / "results"),
         CI="true",
     )
