@@ -33,6 +33,7 @@ def _register() -> None:
     from labctl.cli.agent_cmd import agent, agents
     from labctl.cli.baseline_cmd import baseline
     from labctl.cli.lease_cmd import lease
+    from labctl.cli.nightly_cmd import nightly
     from labctl.cli.quarantine_cmd import quarantine
     from labctl.cli.runs_cmd import runs
     from labctl.cli.size_cmd import size
@@ -52,6 +53,7 @@ def _register() -> None:
         size,
         runs,
         baseline,
+        nightly,
     ):
         cli.add_command(command)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,6 +15,9 @@ from labctl.records.figures import RunFigures
 from labctl.store import ResultsStore, StoreError
 from labctl.store.folder import read_run_folder
 from labctl.store.rows import utc
+
+if TYPE_CHECKING:
+    from labctl.report.compare import Comparison
 
 
 def load_figures(ref: str, results: Path, store: ResultsStore) -> tuple[RunFigures, Path | None, list[str]]:
@@ -32,16 +36,68 @@ def load_figures(ref: str, results: Path, store: ResultsStore) -> tuple[RunFigur
     return figures, None, []
 
 
-@click.command(short_help="Compare a run with its baseline; exit 1 on a regression beyond the noise.")
-@click.argument("run")
-@click.argument("baselines", metavar="[BASELINE]...", nargs=-1)
-@click.option(
+def stored_baseline(store: ResultsStore, lab: str, plan: str) -> tuple[str, list[RunFigures]] | None:
+    """The current baseline set of ``lab`` + ``plan`` in the store and its runs' figures; None
+    when none is set. BadInputError when a baseline run is not in the store any more."""
+    chosen = store.baseline(lab, plan)
+    if chosen is None:
+        return None
+    base = []
+    for run_id in chosen.run_ids:
+        f = store.figures(run_id)
+        if f is None:
+            raise BadInputError(
+                f"baseline run {run_id} is not in {store.url} any more (labctl runs import it)"
+            )
+        base.append(f)
+    return chosen.set_id, base
+
+
+def compare_with_history(
+    store: ResultsStore,
+    now: RunFigures,
+    base: list[RunFigures],
+    *,
+    baseline_set: str | None = None,
+    history_runs: int | None = None,
+    cells: str | None = None,
+    history_required: bool = True,
+) -> Comparison:
+    """Compare ``now`` with the baseline runs ``base``, the noise measured over the store's
+    history of the lab + plan (``history_runs`` earlier runs, default HISTORY_RUNS; 0: none).
+    An unreachable store's history is a note, unless ``history_required``."""
+    from labctl.report.compare import HISTORY_RUNS  # numpy: loaded only when comparing
+    from labctl.report.compare import compare as compare_figures
+
+    history = []
+    notes = []
+    started = utc(now.started_utc)
+    runs = HISTORY_RUNS if history_runs is None else history_runs
+    if runs and started is not None:
+        try:
+            history = store.figure_history(now.lab, now.plan, before=started, runs=runs)
+        except StoreError as exc:
+            if history_required:  # e.g. the baseline itself came from the store
+                raise
+            notes.append(f"no history (noise from the baseline runs alone): {exc}")
+    result = compare_figures(now, base, history=history, baseline_set=baseline_set, cells=cells)
+    result.notes += notes
+    return result
+
+
+history_option = click.option(
     "--history",
     "history_runs",
     type=click.IntRange(min=0),
     default=None,
     help="Earlier runs of the lab + plan in the store to measure the noise by (default 30; 0: baseline runs only).",
 )
+
+
+@click.command(short_help="Compare a run with its baseline; exit 1 on a regression beyond the noise.")
+@click.argument("run")
+@click.argument("baselines", metavar="[BASELINE]...", nargs=-1)
+@history_option
 @click.option("--cells", default=None, metavar="GLOB", help="Only cells whose id matches, e.g. '*-100'.")
 @click.option(
     "--all", "all_figures", is_flag=True, help="Show every figure, not only those outside the noise."
@@ -78,9 +134,6 @@ def compare(
       labctl compare 20261121-020000-boot_storm-a1b2 20261120-020000-boot_storm-c3d4
       labctl compare results/tonight results/base-1 results/base-2 --all
     """
-    from labctl.report.compare import HISTORY_RUNS  # numpy: loaded only when comparing
-    from labctl.report.compare import compare as compare_figures
-
     results = resolve_results_dir(results_dir)
     store = open_cli_store(store_url, results_dir)
     now, folder, notes = load_figures(run, results, store)
@@ -90,32 +143,17 @@ def compare(
         base = [f for f, _, _ in loaded]
         notes += [n for _, _, ns in loaded for n in ns]
     else:
-        chosen = store.baseline(now.lab, now.plan)
-        if chosen is None:
+        found = stored_baseline(store, now.lab, now.plan)
+        if found is None:
             raise BadInputError(
                 f"no baseline for {now.lab} / {now.plan} in {store.url}: name BASELINE runs, "
                 f"or set one (labctl baseline set {now.lab} {now.plan} RUN...)"
             )
-        baseline_set = chosen.set_id
-        base = []
-        for run_id in chosen.run_ids:
-            f = store.figures(run_id)
-            if f is None:
-                raise BadInputError(
-                    f"baseline run {run_id} is not in {store.url} any more (labctl runs import it)"
-                )
-            base.append(f)
-    history = []
-    started = utc(now.started_utc)
-    runs = HISTORY_RUNS if history_runs is None else history_runs
-    if runs and started is not None:
-        try:
-            history = store.figure_history(now.lab, now.plan, before=started, runs=runs)
-        except StoreError as exc:
-            if not baselines:  # the baseline itself came from the store: nothing to compare without it
-                raise
-            notes.append(f"no history (noise from the baseline runs alone): {exc}")
-    result = compare_figures(now, base, history=history, baseline_set=baseline_set, cells=cells)
+        baseline_set, base = found
+    result = compare_with_history(
+        store, now, base, baseline_set=baseline_set, history_runs=history_runs, cells=cells,
+        history_required=not baselines,
+    )  # fmt: skip
     result.notes += notes
     if as_json:
         click.echo(result.model_dump_json(indent=2))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -47,6 +49,15 @@ def _pytest_exit_to_labctl(code: int) -> int:
     return mapping.get(int(code), EXIT_FAILED)
 
 
+lease_wait_option = click.option(
+    "--lease-wait",
+    type=click.FloatRange(0, 86_400),
+    default=0,
+    metavar="SECONDS",
+    help="Wait this long for a lab another run holds (default: stop at once, naming the holder).",
+)
+
+
 @click.command(
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
     short_help="Run a test plan (boot_storm, copy_reboot, ha_comparison, 2007) and build its report.",
@@ -64,13 +75,7 @@ def _pytest_exit_to_labctl(code: int) -> int:
 )
 @results_dir_option("Where run folders go")
 @click.option("--report/--no-report", default=True, help="Build the Allure and figures report afterwards.")
-@click.option(
-    "--lease-wait",
-    type=click.FloatRange(0, 86_400),
-    default=0,
-    metavar="SECONDS",
-    help="Wait this long for a lab another run holds (default: stop at once, naming the holder).",
-)
+@lease_wait_option
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -97,29 +102,21 @@ def run(
       labctl run copy_reboot --param copy_paths=local_to_share
       labctl run 2007                                # boot storm, copy/reboot matrix, HA comparison
     """
-    import pytest
-
     files = plan_files(plan)
     results = resolve_results_dir(results_dir).resolve()
-    args = [str(f) for f in files]
-    # plan cells have their own lab-time deadlines; the test suite's wall-clock timeout is not for
-    # them. --lf and --ff read pytest's cache: the plans' own, beside their run folders.
-    args += ["-o", "timeout=0", "-o", f"cache_dir={results / '.pytest_cache'}", "--results-dir", str(results)]
-    args += ["--lease-wait", f"{lease_wait:g}"]
-    if lab_file is not None:
-        args += ["--lab", str(lab_file)]
-    if configuration:
-        args += ["--lab-config", configuration]
-    if profile:
-        args += ["--profile", profile]
-    for p in params:
-        args += ["--plan-param", p]
-    args += list(ctx.args)
-    started = time.time()
-    code = _pytest_exit_to_labctl(pytest.main(args))
+    ran = run_plans(
+        files,
+        results,
+        lab_file=lab_file,
+        configuration=configuration,
+        profile=profile,
+        params=params,
+        lease_wait=lease_wait,
+        pytest_args=ctx.args,
+    )
+    code, run_dir = ran.code, ran.run_dir
     if _collect_only(ctx.args):
         return code  # nothing ran: no run folder, no report
-    run_dir = _newest_run(results, since=started)
     if run_dir is None:
         if code != EXIT_BAD_INPUT:  # bad input was already said, in one line per problem
             click.echo("no run folder was written (nothing ran?)", err=True)
@@ -137,6 +134,54 @@ def run(
     if code == EXIT_INTERRUPTED:
         click.echo("interrupted: what was measured is kept in the run folder", err=True)
     return code
+
+
+@dataclass(frozen=True)
+class PlanRun:
+    """A pytest session of plans: labctl's exit code for it and the run folder it wrote (None:
+    nothing ran, e.g. bad input or --collect-only)."""
+
+    code: int
+    run_dir: Path | None
+
+
+def run_plans(
+    files: Sequence[Path],
+    results: Path,
+    *,
+    lab_file: Path | None = None,
+    configuration: str | None = None,
+    profile: str | None = None,
+    params: Sequence[str] = (),
+    lease_wait: float = 0.0,
+    store_url: str | None = None,
+    pytest_args: Sequence[str] = (),
+) -> PlanRun:
+    """Run the plan modules ``files`` in one pytest session (one run folder, one lease on the lab)
+    with labctl's plugin options; the code path of `labctl run` and `labctl nightly`."""
+    import pytest
+
+    args = [str(f) for f in dict.fromkeys(files)]
+    # plan cells have their own lab-time deadlines; the test suite's wall-clock timeout is not for
+    # them. --lf and --ff read pytest's cache: the plans' own, beside their run folders.
+    args += ["-o", "timeout=0", "-o", f"cache_dir={results / '.pytest_cache'}", "--results-dir", str(results)]
+    args += ["--lease-wait", f"{lease_wait:g}"]
+    if lab_file is not None:
+        args += ["--lab", str(lab_file)]
+    if configuration:
+        args += ["--lab-config", configuration]
+    if profile:
+        args += ["--profile", profile]
+    for p in params:
+        args += ["--plan-param", p]
+    if store_url:
+        args += ["--store", store_url]
+    args += list(pytest_args)
+    started = time.time()
+    code = _pytest_exit_to_labctl(pytest.main(args))
+    if _collect_only(list(pytest_args)):
+        return PlanRun(code, None)
+    return PlanRun(code, _newest_run(results, since=started))
 
 
 def _collect_only(args: list[str]) -> bool:

@@ -541,6 +541,7 @@ def resolve(
         seed=spec.lab.seed,
         twin=spec.lab.twin,
         faults=spec.lab.faults,
+        nightly=spec.lab.nightly,
         configuration=config,
         configurations=config_names,
         networks=networks,

@@ -297,6 +297,18 @@ class ConfigurationSpec(Frozen):
     share: str | None = None  # the share copy workloads use as "remote"
 
 
+class NightlySpec(Frozen):
+    """``lab.nightly``: what `labctl nightly` runs on this lab when no plans are named."""
+
+    plans: tuple[str, ...] = Field(
+        ("boot_storm",), min_length=1, description="plans run every night, in one run (one lease, one folder)"
+    )
+    profile: str | None = Field(None, description="their parameter profile (default: each plan file's)")
+    params: dict[str, str | int | float | list[str | int | float]] = Field(
+        default_factory=dict, description="plan parameter overrides, as `--param KEY=VALUE` would give them"
+    )
+
+
 class LabSpec(Frozen):
     name: str
     description: str = ""
@@ -305,6 +317,7 @@ class LabSpec(Frozen):
     seed: int = 0
     twin: TwinParameters = TwinParameters()
     faults: tuple[FaultSpec, ...] = ()
+    nightly: NightlySpec = NightlySpec()
 
 
 class InventorySpec(Frozen):
@@ -430,6 +443,7 @@ class Lab(Frozen):
     inventory_sha256: str
     vdi: VdiLab | None = None
     agents: Agents | None = None  # site agents, when the lab has outgrown one controller
+    nightly: NightlySpec = NightlySpec()  # what `labctl nightly` runs here without named plans
 
     def machine(self, name: str) -> Machine:
         try:

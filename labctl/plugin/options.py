@@ -2,7 +2,8 @@
 
 Precedence: command line, environment (``LABCTL_LAB``, ``LABCTL_CONFIG``, ``LABCTL_RESULTS``), ini
 file (``labctl_lab``, ``labctl_lab_config``, ``labctl_results_dir``), default (the simulated lab;
-``<rootdir>/results``).
+``<rootdir>/results``). ``--store URL`` (env ``LABCTL_STORE``; no default): the results store the
+run is written to as it goes (``labctl nightly`` always gives one).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from labctl.inventory.model import Lab
 LAB_ENV = "LABCTL_LAB"
 CONFIG_ENV = "LABCTL_CONFIG"
 RESULTS_ENV = "LABCTL_RESULTS"
+STORE_ENV = "LABCTL_STORE"  # the same variable `labctl runs` reads (labctl.store.STORE_ENV)
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class Settings:
     lab_config: str | None  # None: the file's default configuration
     results_dir: Path
     lease_wait_s: float = 0.0
+    store_url: str | None = None  # None: no results store is written during the run
 
 
 _settings_key = pytest.StashKey[Settings]()
@@ -62,6 +65,14 @@ def add_options(parser: pytest.Parser) -> None:
         default="0",
         metavar="SECONDS",
         help="wait this long for a lab another run holds (default 0: stop at once, naming the holder)",
+    )
+    group.addoption(
+        "--store",
+        action="store",
+        default=None,
+        metavar="URL",
+        help=f"results store to write the run to as it goes: duckdb:FOLDER or postgresql://user@host/db "
+        f"(env {STORE_ENV}; default: none)",
     )
     group.addoption(
         "--profile", default=None, metavar="NAME", help="plan parameter profile, e.g. quick or full"
@@ -111,6 +122,7 @@ def settings(config: pytest.Config) -> Settings:
             lab_config=lab_config,
             results_dir=results_base / results if results else config.rootpath / "results",
             lease_wait_s=wait,
+            store_url=config.getoption("--store") or os.environ.get(STORE_ENV) or None,
         )
     return config.stash[_settings_key]
 

@@ -46,10 +46,11 @@ from labctl.plugin.interrupts import Interrupts
 from labctl.plugin.live import Terminal
 from labctl.plugin.options import session_lab, settings
 from labctl.plugin.plans import PlanParams, load_plan_params
-from labctl.plugin.runner import CellRun, CellRunner, Interrupted
+from labctl.plugin.runner import CellRun, CellRunner, Interrupted, store_sink
 from labctl.plugin.selection import CellSpec, cell_spec, deselect
 from labctl.recorder.cell_files import read_cell_summaries
 from labctl.recorder.runfolder import RunFolder
+from labctl.recorder.sinks import SinkSet
 from labctl.records.run_record import RunInfo
 from labctl.scenarios.base import Scenario
 
@@ -61,6 +62,7 @@ _interrupts_key = pytest.StashKey[Interrupts]()
 _terminal_key = pytest.StashKey[Terminal]()
 _lease_key = pytest.StashKey[Any]()
 _runner_key = pytest.StashKey[dict[str, CellRunner]]()
+_store_key = pytest.StashKey[Any]()  # the session's StoreSink (one for every plan's runner), or None
 
 CELL_FIXTURES = ("run_cell", "lab_env")  # a test using these touches machines: it needs the lease
 
@@ -344,8 +346,20 @@ def _runner(config: pytest.Config, plan: str, env: LabEnvironment, run: RunFolde
     runners = config.stash.setdefault(_runner_key, {})
     if plan not in runners:
         it = config.stash[_interrupts_key]
-        runners[plan] = CellRunner(plan, run, env, it, terminal(config), lease=lease_of(config))
+        runners[plan] = CellRunner(
+            plan, run, env, it, terminal(config), lease=lease_of(config), store=_store(config, run)
+        )
     return runners[plan]
+
+
+def _store(config: pytest.Config, run: RunFolder) -> Any:
+    """The session's results-store sink (``--store``): one for the run, shared by its plans' runners."""
+    url = settings(config).store_url
+    if url and _store_key not in config.stash:
+        sink = config.stash[_store_key] = store_sink(url, run, terminal(config).line)
+        if sink is not None:
+            config.add_cleanup(sink.store.close)
+    return config.stash.get(_store_key, None)
 
 
 @pytest.fixture
@@ -402,8 +416,12 @@ def reuse_cell(run_folder: RunFolder) -> Callable[..., Any]:
 
 def finish_runners(config: pytest.Config, info: RunInfo) -> None:
     """The run ended: every cell runner's per-run outputs (junit.xml, Allure categories)."""
-    for runner in config.stash.get(_runner_key, {}).values():
+    runners = list(config.stash.get(_runner_key, {}).values())
+    for runner in runners:
         runner.finish(info)
+    store = config.stash.get(_store_key, None)
+    if store is not None and runners:  # once per run, not once per plan
+        SinkSet(runners[0].run_folder, [store]).run_finished(info)
 
 
 def check_lab_loads(session: pytest.Session) -> None:

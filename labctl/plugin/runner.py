@@ -12,7 +12,8 @@
    gets :func:`~labctl.recorder.cell_record.broken_record` instead: what it measured, no verdict
    on a partial window); the outcome is the worst of what the scenario saw and the verdict, with a
    one-line reason;
-5. the :class:`CellRecord` goes to every sink (run folder, Allure, JUnit);
+5. the :class:`CellRecord` goes to every sink (run folder, Allure, JUnit; the results store's
+   :class:`~labctl.store.StoreSink` when the session names a store, see :func:`store_sink`);
 6. the cell ends with the exception that gives pytest and Allure its status: ThresholdFailure
    (failed), LabFault / NoDataError / Interrupted (broken), or the scenario's own error.
 """
@@ -26,7 +27,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labctl.criteria.errors import LabFault, NoDataError, ThresholdFailure
 from labctl.criteria.model import load_criteria
@@ -39,7 +40,7 @@ from labctl.plugin.interrupts import Interrupts
 from labctl.plugin.live import CellDisplay, Terminal
 from labctl.recorder import Recorder
 from labctl.recorder.cell_record import broken_record, judged_record
-from labctl.recorder.sinks import AllureSink, JUnitSink, RunFolderSink, SinkSet
+from labctl.recorder.sinks import AllureSink, JUnitSink, RunFolderSink, Sink, SinkSet
 from labctl.records.run_record import (
     CellRecord,
     CellSummary,
@@ -52,6 +53,9 @@ from labctl.records.run_record import (
 from labctl.records.samples import Sample
 from labctl.records.series import Series
 from labctl.scenarios.base import CellHead, Progress, Scenario, ScenarioResult
+
+if TYPE_CHECKING:
+    from labctl.store import StoreSink
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +130,7 @@ class CellRunner:
     interrupts: Interrupts
     terminal: Terminal
     lease: Lease | None = None  # the lab lease this session holds (``lost`` is set if it lapsed)
+    store: Sink | None = None  # the results store's sink, one per session (see store_sink)
     _folder: RunFolderSink | None = field(default=None, init=False)
     _allure: AllureSink | None = field(default=None, init=False)
     _junit: JUnitSink | None = field(default=None, init=False)
@@ -238,7 +243,8 @@ class CellRunner:
             self._allure = AllureSink(self.run_folder, chart=_evidence_png)
         if self._junit is None:
             self._junit = JUnitSink(self.run_folder)
-        return SinkSet(self.run_folder, [self.folder, self._allure, self._junit])
+        extra = [self.store] if self.store is not None else []
+        return SinkSet(self.run_folder, [self.folder, self._allure, self._junit, *extra])
 
     def finish(self, info: RunInfo) -> None:
         """The run ended: the sinks that write per run (junit.xml, Allure categories)."""
@@ -263,6 +269,19 @@ class CellRunner:
             raise ThresholdFailure(reason)
         if outcome is Outcome.NO_DATA:
             raise NoDataError(reason)
+
+
+def store_sink(url: str, run_folder: Any, say: Any = log.warning) -> StoreSink | None:
+    """The results store's sink for a run (``--store URL``), or None when the store cannot be
+    opened: the run goes on, its folder stays the source of truth (``labctl runs import``)."""
+    # imported here: a session without a store never loads the store's database libraries
+    from labctl.store import StoreSink, open_store
+
+    try:
+        return StoreSink(open_store(url), run_folder.info, run_folder.path)
+    except LabctlError as exc:
+        say(f"results store {url}: {exc}; the run is not stored as it goes (labctl runs import it later)")
+        return None
 
 
 def _bare(head: CellHead, outcome: Outcome, reason: str) -> CellSummary:
