@@ -234,7 +234,9 @@ def build_allure(
             raise ReportError(
                 f"Allure failed (exit {proc.returncode}) for {', '.join(map(str, dirs))}:\n{tail}"
             )
-        html = _with_figures_link(make_offline(index.read_text(encoding="utf-8")))
+        html = _with_figures_link(
+            make_offline(index.read_text(encoding="utf-8")), trends=(out / "trends.html").is_file()
+        )
         left = external_references(html)
         if left:
             raise ReportError(f"the report still refers to other hosts: {', '.join(left[:5])}")
@@ -250,20 +252,34 @@ def build_allure(
     return target
 
 
-FIGURES_LINK = (
+def _tab(href: str, label: str, title: str, top_pct: int) -> str:
     # a tab on the left edge: outside Allure's centred page at any usual width, over nothing it needs
-    '<a href="figures.html" title="The paper\'s figure set for this run: results by cell, the boot storm, '
-    'the copy/reboot matrix, standalone vs HA" style="position:fixed;left:0;top:40%;z-index:9999;'
-    "writing-mode:vertical-rl;transform:rotate(180deg);padding:14px 7px;border-radius:0 8px 8px 0;"
-    "background:#1f2d3d;color:#fff;font:600 13px/1 sans-serif;letter-spacing:.04em;text-decoration:none;"
-    'box-shadow:0 1px 4px rgba(0,0,0,.25)">Figures &#8599;</a>'
+    return (
+        f'<a href="{href}" title="{title}" style="position:fixed;left:0;top:{top_pct}%;z-index:9999;'
+        "writing-mode:vertical-rl;transform:rotate(180deg);padding:14px 7px;border-radius:0 8px 8px 0;"
+        "background:#1f2d3d;color:#fff;font:600 13px/1 sans-serif;letter-spacing:.04em;text-decoration:none;"
+        f'box-shadow:0 1px 4px rgba(0,0,0,.25)">{label} &#8599;</a>'
+    )
+
+
+FIGURES_LINK = _tab(
+    "figures.html",
+    "Figures",
+    "The paper's figure set for this run: results by cell, the boot storm, the copy/reboot matrix, "
+    "standalone vs HA",
+    34,
+)
+TRENDS_LINK = _tab(
+    "trends.html", "Trends", "Trends across nights of this lab and plan, from the results store", 58
 )
 
 
-def _with_figures_link(html: str) -> str:
-    """A link from the Allure report to the figures page next to it (a relative, local link)."""
+def _with_figures_link(html: str, *, trends: bool = False) -> str:
+    """Links from the Allure report to the figures page next to it, and to the trends page when the
+    run has one (nightly runs): relative, local links."""
+    tabs = FIGURES_LINK + (TRENDS_LINK if trends else "")
     i = html.rfind("</body>")
-    return html[:i] + FIGURES_LINK + html[i:] if i >= 0 else html + FIGURES_LINK
+    return html[:i] + tabs + html[i:] if i >= 0 else html + tabs
 
 
 def build_report(
