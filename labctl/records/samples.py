@@ -7,7 +7,7 @@ criteria and the reports read them, and none of those layers has to import anoth
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -52,3 +52,23 @@ class MetricSource(Protocol):
     interval_s: float | None
 
     def read(self) -> Iterable[Sample] | Iterable[list[Sample]]: ...
+
+
+class PartialRead(Exception):
+    """A read of a source that polls several endpoints, in which some of them failed.
+
+    It carries the samples the healthy endpoints gave and one error per failed endpoint, so the
+    recorder keeps the samples and records a ``source.error`` event naming each failed endpoint
+    (one error state per source and endpoint: a BMC answering 503 never hides a healthy one).
+
+        raise PartialRead(samples, {"bmc-02": exc})
+
+    A source with a single endpoint raises the endpoint's error itself; the recorder takes the
+    endpoint from its ``endpoint`` attribute (:class:`labctl.errors.EndpointError` has one).
+    """
+
+    def __init__(self, samples: Iterable[Sample], errors: Mapping[str, BaseException | str]):
+        self.samples = list(samples)
+        self.errors = dict(errors)
+        shown = "; ".join(f"{k}: {v}" for k, v in list(self.errors.items())[:3])
+        super().__init__(f"{len(self.errors)} endpoint(s) failed: {shown}")
