@@ -7,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from labctl.cli.common import PROJECT_ROOT, config_option, lab_option, resolve_results_dir, results_dir_option
+from labctl.cli.common import (
+    PROJECT_ROOT,
+    check_simulator,
+    config_option,
+    lab_option,
+    resolve_results_dir,
+    results_dir_option,
+)
 from labctl.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BadInputError, LabctlError
 
 PLANS_DIR = PROJECT_ROOT / "testplans"
@@ -90,6 +97,7 @@ def run(
     import pytest
 
     files = plan_files(plan)
+    check_simulator(lab_file, configuration)  # another simulated lab running: one line, exit 2
     results = resolve_results_dir(results_dir).resolve()
     args = [str(f) for f in files]
     # plan cells have their own lab-time deadlines; the test suite's wall-clock timeout is not for them

@@ -26,7 +26,7 @@ import yaml
 from pydantic import BaseModel
 
 from labctl.errors import InventoryError, Problem
-from labctl.inventory import bounds, checks, lenient
+from labctl.inventory import bounds, checks, lenient, placement
 from labctl.inventory.model import (
     SUPPORTED_STORAGE_KINDS,
     Configuration,
@@ -330,6 +330,7 @@ def _parse(path: str | Path) -> _Parsed:
         )
         for loc, line, first in dup_keys
     ]
+    problems += _place(data, p, shown, lines)
     found = checks.screen(data, p.resolve().parent)
     typed = lenient.validate_spec(data)
     found += [
@@ -346,6 +347,45 @@ def _parse(path: str | Path) -> _Parsed:
         message, fix = _describe(err, loc)
         problems.append(Problem(shown, _line_of(lines, loc), _path(loc), _one_line(message), fix))
     return _Parsed(typed.spec, lines, shown, raw, problems, frozenset(typed.broken), typed.positions)
+
+
+def _place(data: dict[str, Any], path: Path, shown: str, lines: dict[Loc, int]) -> list[Problem]:
+    """``lab.loopback_block``: rewrite the 127.x addresses in ``data`` onto the block, in place."""
+    lab = data.get("lab")
+    setting = lab.get("loopback_block") if isinstance(lab, dict) else None
+    if setting is None or not isinstance(lab, dict):
+        return []
+    loc: Loc = ("lab", "loopback_block")
+    if lab.get("simulated") is not True:
+        return [
+            Problem(
+                shown,
+                _line_of(lines, loc),
+                _path(loc),
+                "loopback_block places a simulated lab; this lab is not simulated",
+                "remove it, or set simulated: true",
+            )
+        ]
+    try:
+        block = placement.block_for(path, setting)
+    except placement.PlacementError as exc:
+        return [Problem(shown, _line_of(lines, loc), _path(loc), str(exc), exc.fix)]
+    wide = placement.wide_subnets(data)
+    if wide:
+        return [
+            Problem(
+                shown,
+                _line_of(lines, ("networks", i, "subnet")),
+                _path(("networks", i, "subnet")),
+                f"loopback_block cannot place subnet {subnet!r}: it is wider than one block",
+                "give the main network a /16 or narrower subnet, the others /24 or narrower",
+            )
+            for i, subnet in wide
+        ]
+    if block is not None:
+        placement.place(data, block)
+        lab["loopback_block"] = block
+    return []
 
 
 def _one_line(text: str) -> str:
@@ -600,6 +640,7 @@ def resolve(
         source_file=shown,
         time_scale=spec.lab.time_scale,
         simulated=spec.lab.simulated,
+        loopback_block=spec.lab.loopback_block if isinstance(spec.lab.loopback_block, int) else None,
         seed=spec.lab.seed,
         twin=spec.lab.twin,
         faults=spec.lab.faults,
