@@ -59,8 +59,9 @@ CSRF_HEADER = "EMC-CSRF-TOKEN"
 IDLE_TIMEOUT_S = 3600.0  # lab seconds without a request before a session ends
 QUERY_EXPIRATION_S = 3600.0  # a real-time query not read for this long is deleted
 # how long a sample stays in metricQueryResult, lab seconds: long enough for a reader that was
-# held up to still find every sample (readers keep the newest timestamp they saw)
-RESULT_RETENTION_S = 300.0
+# held up (a simulator starved through a whole boot storm: up to ~10 lab minutes seen on a loaded
+# 2-core machine) to still find every sample; readers keep the newest timestamp they saw
+RESULT_RETENTION_S = 600.0
 DEFAULT_TOKEN_LIFETIME_S = 60.0  # storage_token_expiry with after_s 0
 MODEL = "Unity 400"
 SOFTWARE_VERSION = "4.5.1"
