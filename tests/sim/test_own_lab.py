@@ -7,30 +7,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from labctl.inventory.credentials import SECRETS_FILE_VAR
-from labctl.sim.lab import leftover_processes
-from labctl.sim.state import STATE_DIR_VAR, ProcessRecord, read_state, stop_processes
+from labctl.sim.state import STATE_DIR_VAR
 from tests.labfiles import make_test_lab
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path) -> Iterator[Path]:
-    sd = tmp_path / "state"
-    try:
-        yield sd
-    finally:
-        state = read_state(sd)
-        if state is not None:
-            stop_processes(state.processes)
-        for pid in leftover_processes(sd):
-            stop_processes([ProcessRecord("leftover", pid, str(sd))])
 
 
 def labctl(state_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:

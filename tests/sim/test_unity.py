@@ -292,18 +292,24 @@ def test_metric_catalog_lists_the_realtime_lun_paths_like_a_real_array(tmp_path:
         )
 
 
+def start_query(ctx: SimContext, array: UnityArray, interval: int) -> tuple[Client, str, requests.Response]:
+    """A logged-in client, its CSRF token, and the answer to creating a real-time LUN query."""
+    c = Client(ctx, array)
+    token = c.login()
+    created = c.post(
+        "/api/types/metricRealTimeQuery/instances?compact=True",
+        {"paths": LUN_PATHS, "interval": interval},
+        token,
+    )
+    return c, token, created
+
+
 def test_realtime_query_returns_raw_counters_as_strings_that_increase(tmp_path: Path) -> None:
     create_real = captured("metricRealTimeQuery_create_id_4.json")
     result_real = captured("metricQueryResult_query_id_19.json")
     with sim(tmp_path) as (ctx, array):
-        c = Client(ctx, array)
-        token = c.login()
         interval = 5
-        created = c.post(
-            "/api/types/metricRealTimeQuery/instances?compact=True",
-            {"paths": LUN_PATHS, "interval": interval},
-            token,
-        )
+        c, token, created = start_query(ctx, array, interval)
         assert created.status_code == 201
         body = created.json()
         assert set(body) == set(create_real) and set(body["content"]) == set(create_real["content"])
@@ -362,14 +368,8 @@ def test_a_starved_sampler_still_gives_a_sample_at_every_boundary(
     time, with counters that grow from one to the next."""
     monkeypatch.setattr(UnityArray, "_sample_loop", lambda self: None)
     with sim(tmp_path) as (ctx, array):
-        c = Client(ctx, array)
-        token = c.login()
         interval = 5
-        created = c.post(
-            "/api/types/metricRealTimeQuery/instances?compact=True",
-            {"paths": LUN_PATHS, "interval": interval},
-            token,
-        )
+        c, _, created = start_query(ctx, array, interval)
         qid = created.json()["content"]["id"]
         time.sleep(ctx.clock.to_wall_s(4.2 * interval))
         r = c.get(f"/api/types/metricQueryResult/instances?compact=True&filter=queryId eq {qid}")
