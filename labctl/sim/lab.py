@@ -106,8 +106,8 @@ class SimLabMismatchError(BadInputError):
         else:
             other = f", or use --lab {display_path(state.lab_file)}"
         super().__init__(
-            f"the simulated lab running is {running}, not {wanted}: stop it with `labctl sim down` and "
-            f"start yours with `{up}`{other} (state dir {display_path(state.state_dir)})"
+            f"a simulated lab is already running: {running}, not {wanted}; stop it with `labctl sim down` "
+            f"and start yours with `{up}`{other} (state dir {display_path(state.state_dir)})"
         )
         self.state = state
 

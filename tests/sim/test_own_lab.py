@@ -52,7 +52,7 @@ def test_your_own_lab_is_placed_checked_and_guarded(tmp_path: Path, state_dir: P
     run = labctl(state_dir, "run", "boot_storm", "--lab", str(other), "--no-report")
     assert run.returncode == 2, run.stdout + run.stderr
     [line] = run.stderr.splitlines()
-    assert line.startswith("error: the simulated lab running is ") and "labctl sim down" in line
+    assert line.startswith("error: a simulated lab is already running: ") and "labctl sim down" in line
     assert "Traceback" not in run.stdout + run.stderr
 
     down = labctl(state_dir, "sim", "down")
