@@ -8,8 +8,10 @@ PY := $(VENV)/bin/python
 BIN := $(CURDIR)/.labctl/bin
 GOENV := GOPATH=$(CURDIR)/.labctl/go GOMODCACHE=$(CURDIR)/.labctl/go/pkg/mod GOFLAGS=-modcacherw GOBIN=$(BIN) GOTOOLCHAIN=local
 GOVMOMI_VERSION := v0.46.3
+# The lease store and site agents' hub (JetStream key-value, leaf nodes); exact, from the Go module proxy.
+NATS_SERVER_VERSION := v2.11.17
 
-.PHONY: help install demo test lint typecheck unit bench clean
+.PHONY: help install demo test lint typecheck unit bench clean postgresql-server
 
 help:
 	@echo "make demo   install everything, start the simulated lab, run the boot-storm plan, build the report"
@@ -30,6 +32,11 @@ $(BIN)/govc:
 	@mkdir -p $(BIN)
 	$(GOENV) go install github.com/vmware/govmomi/govc@$(GOVMOMI_VERSION)
 
+# nats-server: the shared lease store and the site agents' hub/leaf nodes (labctl/agents/).
+$(BIN)/nats-server:
+	@mkdir -p $(BIN)
+	$(GOENV) go install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
+
 # The simulated vCenter: vcsim's v0.46.3 simulator library shaped like the inventory (topology, VM
 # names, task latency with jitter, injected task failures). Built offline from the module cache
 # that installing vcsim filled.
@@ -42,7 +49,22 @@ node_modules/.bin/allure: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim node_modules/.bin/allure
+# PostgreSQL 15 server binaries: the results store's tests start a real server from them (initdb,
+# pg_ctl) on loopback. Debian's postgresql-15 when initdb is neither on PATH nor in its folder;
+# without creating the package's own cluster (nothing is left running).
+PG_BIN := /usr/lib/postgresql/15/bin
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+postgresql-server:
+	@if command -v initdb >/dev/null 2>&1 || test -x $(PG_BIN)/initdb; then exit 0; fi; \
+	echo "installing Debian's postgresql-15 (server binaries for the results store's tests)"; \
+	$(SUDO) mkdir -p /etc/postgresql-common/createcluster.d && \
+	echo "create_main_cluster = false" | $(SUDO) tee /etc/postgresql-common/createcluster.d/labctl.conf >/dev/null && \
+	$(SUDO) apt-get update -qq && \
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold postgresql-15 >/dev/null && \
+	test -x $(PG_BIN)/initdb
+
+install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim $(BIN)/nats-server node_modules/.bin/allure postgresql-server
 
 # The main job on the simulated lab: check the inventory, then the 2007 boot storm (1 to 100
 # clients) with live progress; the simulated lab is started for the run and stopped after it.

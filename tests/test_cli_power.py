@@ -50,7 +50,8 @@ def status_of(labctl, target: str) -> str:
 def test_on_status_off_for_a_range_of_clients(labctl) -> None:
     code, out, err = labctl("power", "on", "optiplex-[001-010]")
     assert code == 0, err
-    assert "power on optiplex-[001-010]: 10/10 ok; dispatch spread" in out
+    assert "power on optiplex-[001-010]: 10/10 ok; send spread" in out
+    assert "delivery spread" not in out  # a magic packet is never seen arriving
     assert "optiplex-[001-010]" in out and "magic packet" in out
     # the placeholder twin boots a client in 31 lab s: about half a second at 60x
     deadline = time.monotonic() + 10
@@ -62,7 +63,8 @@ def test_on_status_off_for_a_range_of_clients(labctl) -> None:
     assert "optiplex-[009-012]: 2 on, 2 off" in status_of(labctl, "optiplex-[009-012]")
     code, out, err = labctl("power", "off", "optiplex-[001-010]")
     assert code == 0, err
-    assert "shutdown sent" in out
+    assert "shutdown /s /t 0: delivered (session dropped)" in out
+    assert "; send spread" in out and ", delivery spread" in out
     deadline = time.monotonic() + 10
     while "10 off" not in (out := status_of(labctl, "optiplex-[001-010]")) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -98,3 +100,72 @@ def test_a_failing_vm_task_fails_the_command_and_names_the_vm(labctl) -> None:
 def test_servers_status_over_redfish(labctl) -> None:
     out = status_of(labctl, "servers")
     assert "servers: 2 on" in out and "PowerState On" in out
+
+
+class FakeLeases:
+    """A lease store that only lists (the real one, labctl.lab.lease, lands with another branch)."""
+
+    def __init__(self, *leases: object):
+        self.leases = list(leases)
+
+    def list(self) -> list[object]:
+        return self.leases
+
+
+def fake_lease(resource: str, pid: int = 4242) -> object:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        resource=resource,
+        holder=f"ann@rig-7 pid {pid} (labctl run boot_storm)",
+        holder_pid=pid,
+        holder_host="rig-7",
+    )
+
+
+def test_a_leased_lab_refuses_power_naming_the_holder_unless_forced(labctl, sim, monkeypatch) -> None:
+    from labctl.inventory import load_lab
+    from labctl.lab.power import lease_guard
+
+    lab = load_lab(sim.lab_file)
+    store = FakeLeases(fake_lease(f"lab:{lab.name}"))
+    monkeypatch.setattr(lease_guard, "open_store", lambda: store)
+    before = status_of(labctl, "optiplex-012")
+    code, out, err = labctl("power", "on", "optiplex-012")
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        f"error: lab:{lab.name} is leased by ann@rig-7 pid 4242 (labctl run boot_storm): power on optiplex-012 "
+        "refused (add --force to act anyway, or wait for that run to end)"
+    ]
+    assert status_of(labctl, "optiplex-012") == before  # nothing was touched
+    # a group lease covers its members only
+    store.leases = [fake_lease(f"group:{lab.name}/servers")]
+    code, _, err = labctl("power", "reboot", "infra-01")
+    assert code == 2 and f"group:{lab.name}/servers is leased by ann@rig-7" in err
+    store.leases = [fake_lease(f"group:{lab.name}/servers"), fake_lease("lab:another-lab")]
+    code, _, err = labctl("power", "status", "optiplex-012")  # reading is never refused
+    assert code == 0, err
+    # not in the leased group, not this lab's lease
+    code, _, err = labctl("power", "on", "optiplex-012", "--wait", "120")
+    assert code == 0, err
+    store.leases = [fake_lease(f"lab:{lab.name}")]
+    code, out, err = labctl("power", "off", "--hard", "optiplex-012", "--force")
+    assert code == 0 and "shutdown /s /f /t 0: delivered" in out, err
+
+
+def test_a_lease_of_this_process_is_not_in_the_way(sim, monkeypatch) -> None:
+    import os
+    import socket
+    from types import SimpleNamespace
+
+    from labctl.inventory import load_lab
+    from labctl.lab.power import lease_guard
+
+    lab = load_lab(sim.lab_file)
+    mine = SimpleNamespace(
+        resource=f"lab:{lab.name}", holder="me", holder_pid=os.getpid(), holder_host=socket.gethostname()
+    )
+    lease_guard.check_not_leased(lab, [lab.machine("optiplex-001")], "power on", store=FakeLeases(mine))
+    other = SimpleNamespace(**{**mine.__dict__, "holder_pid": os.getpid() + 1})
+    with pytest.raises(lease_guard.LabLeased, match="is leased by me"):
+        lease_guard.check_not_leased(lab, [lab.machine("optiplex-001")], "power on", store=FakeLeases(other))

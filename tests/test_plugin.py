@@ -181,36 +181,210 @@ def test_run_folder_records_the_lab_configuration_and_pytest_args(pytester: pyte
 def test_progress_in_a_log_prints_a_line_per_phase_and_per_quarter_of_the_window() -> None:
     import io
 
-    from labctl.plugin.progress import CellProgress
+    from labctl.plugin.live import CellDisplay, Terminal
     from labctl.scenarios.base import Progress
 
     out = io.StringIO()
-    suspended: list[str] = []
-
-    class Suspend:
-        def __enter__(self) -> None:
-            suspended.append(out.getvalue())
-
-        def __exit__(self, *exc: object) -> None:
-            pass
-
-    progress = CellProgress("boot_storm-standalone-004", 360.0, stream=out, suspend_capture=Suspend)
-    progress(Progress("wake", 0, 4, 360.0))
+    latest = {"cpu_pct": 87.4, "nic_sent_util_pct": 61.0, "disk_queue_len": 12.34}
+    display = CellDisplay(Terminal(out, interactive=False), "boot_storm-standalone-004", lambda: latest)
+    display.update(Progress("wake", 0, 4, 360.0))
     for left in (350.0, 300.0, 260.0, 250.0, 170.0, 160.0, 80.0, 0.0):
-        progress(Progress("window", 4, 4, left))
-    progress(Progress("restore"))
-    progress(Progress("restore"))
-    progress.close()
+        display.update(Progress("window", 4, 4, left))
+    display.update(Progress("restore"))
+    display.update(Progress("restore"))
+    display.close()
     lines = out.getvalue().split("\n")
     assert lines[0] == ""  # the first line of a cell leaves pytest's dots alone
+    m = "CPU 87 % · NIC 61 % · queue 12.3"
     assert lines[1:] == [
-        "[boot_storm-standalone-004] wake · 0/4 up · window 0/360 s",
-        "[boot_storm-standalone-004] window · 4/4 up · window 10/360 s",
-        "[boot_storm-standalone-004] window · 4/4 up · window 100/360 s",
-        "[boot_storm-standalone-004] window · 4/4 up · window 190/360 s",
-        "[boot_storm-standalone-004] window · 4/4 up · window 280/360 s",
-        "[boot_storm-standalone-004] window · 4/4 up · window 360/360 s",
+        f"[boot_storm-standalone-004] wake · 0/4 up · window 0/360 s · {m}",
+        f"[boot_storm-standalone-004] window · 4/4 up · window 10/360 s · {m}",
+        f"[boot_storm-standalone-004] window · 4/4 up · window 100/360 s · {m}",
+        f"[boot_storm-standalone-004] window · 4/4 up · window 190/360 s · {m}",
+        f"[boot_storm-standalone-004] window · 4/4 up · window 280/360 s · {m}",
+        f"[boot_storm-standalone-004] window · 4/4 up · window 360/360 s · {m}",
         "[boot_storm-standalone-004] restore",
         "",
     ]
-    assert len(suspended) == 7, "capture is suspended for each line written, not for every call"
+
+
+def test_progress_on_a_terminal_is_a_live_display_with_the_servers_latest_figures() -> None:
+    import io
+
+    from labctl.plugin.live import CellDisplay, Terminal
+    from labctl.scenarios.base import Progress
+
+    out = io.StringIO()
+    latest = {"cpu_pct": 87.4, "nic_sent_util_pct": 61.0, "disk_queue_len": 12.34}
+    display = CellDisplay(Terminal(out, interactive=True), "boot_storm-standalone-050", lambda: latest)
+    display.update(Progress("wake", 0, 50, 360.0))  # the window's length: its first "left"
+    display.update(Progress("window", 48, 50, 148.0))
+    display.update(Progress("window", 50, 50, 100.0))
+    display.note("SIGINT: stopping the cell")
+    display.close()
+    text = out.getvalue()
+    assert "\x1b[" in text, "redrawn in place with terminal control sequences"
+    assert "boot_storm-standalone-050" in text and "50/50 up" in text and "260 of 360 s" in text
+    assert "CPU 87 %" in text and "NIC 61 %" in text and "queue 12.3" in text
+    assert "SIGINT: stopping the cell" in text
+
+
+def test_the_terminal_is_found_past_pytest_capture_and_ci_means_plain_lines(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside a test pytest has redirected the standard output: the terminal is a duplicate of the
+    one taken before, so it is a TTY when the session's output is; CI=true keeps lines plain."""
+    import io
+    import os
+    import pty
+    import sys
+
+    from labctl.plugin.live import Terminal
+
+    master, slave = pty.openpty()
+    try:
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.FileIO(slave, "w", closefd=False)))
+        monkeypatch.delenv("CI", raising=False)
+        monkeypatch.setenv("TERM", "xterm")
+        term = Terminal.for_session()
+        assert term.interactive
+        term.line("through the pty")
+        term.close()
+        assert b"through the pty" in os.read(master, 1024)
+        monkeypatch.setenv("CI", "true")
+        term = Terminal.for_session()
+        assert not term.interactive
+        term.close()
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def test_signals_during_a_cell_stop_it_then_abort_the_restore_and_outside_a_cell_raise() -> None:
+    import os
+    import signal
+
+    from labctl.plugin.interrupts import Interrupts
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    said: list[str] = []
+    it = Interrupts(said.append).install()
+    try:
+        with it.busy():
+            os.kill(os.getpid(), signal.SIGTERM)  # a cancelled CI job
+            assert it.stop.wait(5) and not it.abort.is_set()
+            os.kill(os.getpid(), signal.SIGHUP)  # a second one: stop waiting for the restore
+            assert it.abort.wait(5)
+        assert it.requested and it.reason == "interrupted by SIGTERM"
+        assert any("SIGTERM" in line and "restoring the lab" in line for line in said)
+        with pytest.raises(KeyboardInterrupt):  # a third: leave at once
+            os.kill(os.getpid(), signal.SIGINT)
+    finally:
+        it.uninstall()
+    fresh = Interrupts().install()
+    try:
+        with pytest.raises(KeyboardInterrupt):  # nothing to stop gracefully: unwind now
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert fresh.requested and fresh.stop.wait(5)
+    finally:
+        fresh.uninstall()
+    assert {sig: signal.getsignal(sig) for sig in before} == before, "the previous handlers are back"
+
+
+def _summary(outcome: str = "pass", reason: str = "") -> Any:
+    from labctl.records.run_record import CellSummary, Window
+
+    return CellSummary(
+        cell="boot_storm-standalone-005",
+        plan="boot_storm",
+        scenario="boot_storm",
+        outcome=outcome,
+        reason=reason,
+        window=Window(start_ts_s=0.0, end_ts_s=360.0),
+    )
+
+
+def _verdict(*criteria: tuple[str, str, bool]) -> Any:
+    from labctl.criteria.evaluate import cell_outcome
+    from labctl.records.run_record import CellVerdict, CriterionVerdict
+
+    items = [
+        CriterionVerdict(name=n, outcome=o, statistic="peak", selector="x", required=r, message=f"{n}: {o}")
+        for n, o, r in criteria
+    ]
+    return CellVerdict(cell="boot_storm-standalone-005", outcome=cell_outcome(items), criteria=items)
+
+
+class _Criteria:
+    """Stands in for a criteria file: hands back a fixed verdict (what the runner's seam consumes)."""
+
+    def __init__(self, verdict: Any):
+        self.verdict = verdict
+
+    def judge(self, data: Any, summary: Any, *, names: Any, window: Any = None) -> Any:
+        return self.verdict
+
+
+def _recorder(tmp_path: Path) -> Any:
+    from labctl.recorder import Recorder
+
+    return Recorder(tmp_path, [], cell="boot_storm-standalone-005")
+
+
+def test_a_cells_outcome_is_the_worst_and_its_reason_names_the_lab_first(tmp_path: Path) -> None:
+    from labctl.recorder.cell_record import broken_record, judged_record
+    from labctl.records.run_record import Outcome, RestoreOutcome
+
+    rec = _recorder(tmp_path)
+    # the scenario named the endpoint: its reason comes before the criteria's echo of it
+    blame = (
+        "streaming server pvs-01 could not be read (auth): boot time and retries unknown for 5 of 5 clients"
+    )
+    v = _verdict(("boot time", "lab_fault", True), ("CPU", "fail", True))
+    record = judged_record(_summary("lab_fault", blame), rec, _Criteria(v))
+    assert record.outcome is Outcome.LAB_FAULT and record.summary.reason.startswith(blame)
+    # a threshold failure: the criterion first, a failed restore beside it, the verdict kept
+    failed_restore = _summary().model_copy(
+        update={
+            "restore": RestoreOutcome(ok=False, started_ts_s=360, ended_ts_s=400, detail="1 of 5 not off")
+        }
+    )
+    record = judged_record(failed_restore, rec, _Criteria(_verdict(("CPU peak", "fail", True))))
+    assert record.outcome is Outcome.FAIL and record.verdict is not None
+    assert record.summary.reason == "CPU peak: fail; restore failed: 1 of 5 not off"
+    # no data for an optional criterion is reported, not counted; marginal passes with its reason
+    record = judged_record(
+        _summary(), rec, _Criteria(_verdict(("memory", "no_data", False), ("queue", "marginal", True)))
+    )
+    assert record.outcome is Outcome.MARGINAL and record.summary.reason == "queue: marginal"
+    record = judged_record(_summary(), rec, _Criteria(_verdict(("CPU", "no_data", True))))
+    assert record.outcome is Outcome.NO_DATA
+    # an interrupt wins over everything; a scenario that broke on the lab is a lab fault
+    head = _summary()
+    record = broken_record(head, rec, Outcome.INTERRUPTED, "SIGTERM during window")
+    assert record.outcome is Outcome.INTERRUPTED and "SIGTERM during window" in record.summary.reason
+    from labctl.errors import EndpointError
+
+    record = broken_record(
+        head, rec, Outcome.LAB_FAULT, EndpointError("pvs-01", "read device status", "timed out")
+    )
+    assert (
+        record.outcome is Outcome.LAB_FAULT
+        and "pvs-01: read device status: timed out" in record.summary.reason
+    )
+
+
+def test_a_lost_lease_is_a_lab_fault_of_the_cell(tmp_path: Path) -> None:
+    from labctl.recorder.cell_record import judged_record
+    from labctl.records.run_record import Outcome
+
+    record = judged_record(
+        _summary(),
+        _recorder(tmp_path),
+        _Criteria(_verdict(("CPU", "pass", True))),
+        lab_faults=["the lease on the lab was lost during the cell (broken by `labctl lease break`)"],
+    )
+    assert record.outcome is Outcome.LAB_FAULT
+    assert (
+        "lease on the lab was lost" in record.summary.reason and "labctl lease break" in record.summary.reason
+    )

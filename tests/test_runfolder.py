@@ -84,7 +84,7 @@ def test_a_stamps_lab_time_and_lab_ts_name_the_same_millisecond() -> None:
         def now(self) -> float:
             return 1194256805.0006  # rounds up to .001; truncating would say .000
 
-    stamp = runfolder.Stamp.now(Clock())  # type: ignore[arg-type]
+    stamp = runfolder.stamp_now(Clock())  # type: ignore[arg-type]
     assert stamp.lab_ts == 1194256805.001 and stamp.lab_time == "2007-11-05T10:00:05.001Z"
 
 
@@ -215,3 +215,155 @@ def test_redactor_learns_secrets_added_later() -> None:
     assert r.text("generated-pw-1") == "generated-pw-1"
     r.add("generated-pw-1")
     assert r.text("generated-pw-1") == MASK
+
+
+# --- the typed run record on disk ------------------------------------------------------------------
+
+
+def test_run_json_reads_back_through_the_model_with_reason_and_cells(tmp_path: Path) -> None:
+    from labctl.recorder.runfolder import read_run_info
+    from labctl.records.run_record import RunOutcome
+
+    run = RunFolder.create(tmp_path, load_lab(), "boot_storm", {})
+    run.add_cell("boot_storm-standalone-001")
+    run.add_cell("boot_storm-standalone-001")  # once
+    info = run.finish(RunOutcome.FAILED, "boot_storm-standalone-001: queue: mean 24 outside\nsecond line")
+    assert info.reason == "boot_storm-standalone-001: queue: mean 24 outside"  # one line
+    back = read_run_info(run.path)
+    assert back == info and back is not None and back.cells == ["boot_storm-standalone-001"]
+    assert RunFolder.open(run.path).info == info
+    other = info.model_copy(update={"run_id": "20070101-000000-x-0000"})
+    with pytest.raises(ValueError, match="handed to the run folder"):
+        run.set_info(other)
+
+
+def test_a_format_1_run_json_and_a_torn_folder_still_read(tmp_path: Path) -> None:
+    from labctl.recorder.runfolder import BadRunFolder, read_run_info
+
+    old = tmp_path / "20071105-100000-boot_storm-0001"
+    old.mkdir()
+    stamp = {
+        "wall_utc": "2007-11-05T10:00:00.000Z",
+        "lab_time": "2007-11-05T10:00:00.000Z",
+        "lab_ts": 1194256800.0,
+    }
+    v1 = {
+        "run_id": old.name,
+        "plan": "boot_storm",
+        "parameters": {},
+        "lab": "sim-2007",
+        "configuration": None,
+        "inventory_file": "/x.yaml",
+        "inventory_sha256": "0" * 64,
+        "simulated": True,
+        "time_scale": 60,
+        "labctl_version": "0.1.0",
+        "git_commit": None,
+        "git_dirty": None,
+        "host": "h",
+        "python": "3.11",
+        "started": stamp,
+        "ended": None,
+        "duration_s": None,
+        "outcome": "running",
+        "extra": {},
+        "format": 1,
+        "something_old": 1,
+    }
+    (old / "run.json").write_text(json.dumps(v1))
+    info = RunFolder.open(old).info
+    assert info.format == 1 and info.outcome.value == "running" and info.cells == []
+    assert read_run_info(tmp_path / "nowhere") is None  # a folder without run.json
+    (old / "run.json").write_text('{"run_id": "x", "plan"')  # torn by hand (labctl never writes half)
+    assert read_run_info(old) is None
+    with pytest.raises(BadRunFolder, match=r"run\.json: not JSON"):
+        RunFolder.open(old)
+
+
+def test_cell_files_read_typed_upgrade_format_1_and_skip_what_is_torn(tmp_path: Path) -> None:
+    from labctl.recorder import cells as legacy_cells
+    from labctl.recorder.cell_files import read_cell_summaries, read_cell_verdicts, write_cell_files
+    from labctl.records.run_record import CellRecord, CellSummary, ClientOutcome, Outcome, Window
+
+    typed = CellSummary(
+        cell="boot_storm-standalone-050",
+        plan="boot_storm",
+        scenario="boot_storm",
+        configuration="standalone",
+        parameters={"group_size": 50},
+        outcome=Outcome.MARGINAL,
+        reason="CPU peak 100 %",
+        window=Window(start_ts_s=10.0, end_ts_s=370.0),
+        entities={"streaming_server": "pvs-01", "write_cache_disk": "pvs-01/D:"},
+        clients={
+            "optiplex-001": ClientOutcome(name="optiplex-001", outcome="ready", boot_time_s=31.0, retries=2)
+        },
+        extra={"wake_spread_s": 0.2},
+    )
+    write_cell_files(tmp_path, CellRecord(summary=typed))
+    legacy_cells.write_cell_summary(
+        tmp_path,
+        "boot_storm-standalone-005",
+        {
+            "plan": "boot_storm",
+            "scenario": "boot_storm",
+            "configuration": "standalone",
+            "group_size": 5,
+            "storm_start_ts_s": 100.0,
+            "window_s": 360,
+            "server": "pvs-01",
+            "write_cache_disk": "pvs-01/D:",
+            "clients": {
+                "optiplex-001": {"boot_time_s": 30.0, "retries": 3, "ready": True},
+                "optiplex-002": {"ready": False},
+            },
+            "metrics": {
+                "typeperf/pvs-01/D:/disk_queue_len": {
+                    "unit": "requests",
+                    "samples": 72,
+                    "peak": 9.0,
+                    "mean": 3.0,
+                }
+            },
+        },
+    )
+    (tmp_path / "cells" / "boot_storm-standalone-005" / "verdicts.json").write_text(
+        json.dumps(
+            {
+                "cell": "boot_storm-standalone-005",
+                "outcome": "lab_fault",
+                "criteria": [
+                    {
+                        "name": "boot",
+                        "outcome": "lab_fault",
+                        "statistic": "last",
+                        "selector": "result/*/boot_time_s",
+                        "window": [100.0, 460.0],
+                        "missing": ["optiplex-002"],
+                        "entities": [],
+                        "series": [],
+                        "message": "m",
+                    }
+                ],
+            }
+        )
+    )
+    (tmp_path / "cells" / "boot_storm-standalone-075").mkdir()  # killed before its summary
+    torn = tmp_path / "cells" / "boot_storm-standalone-100"
+    torn.mkdir()
+    (torn / "summary.json").write_text('{"format": 2, "cell": "boot_storm-standalone-100", "plan"')
+    summaries = read_cell_summaries(tmp_path)
+    assert list(summaries) == ["boot_storm-standalone-005", "boot_storm-standalone-050"]
+    assert summaries["boot_storm-standalone-050"] == typed
+    old = summaries["boot_storm-standalone-005"]
+    assert old.format == 1 and old.outcome is Outcome.LAB_FAULT  # from its verdicts: format 1 had no other
+    assert old.parameters == {"group_size": 5} and old.window == Window(start_ts_s=100.0, end_ts_s=460.0)
+    assert old.entities == {"streaming_server": "pvs-01", "write_cache_disk": "pvs-01/D:"}
+    assert old.never_booted() == ["optiplex-002"] and old.clients["optiplex-001"].retries == 3
+    assert old.metric("typeperf", "pvs-01/D:", "disk_queue_len").mean == 3.0  # type: ignore[union-attr]
+    verdicts = read_cell_verdicts(tmp_path)
+    assert verdicts["boot_storm-standalone-005"].criteria[0].missing == ["optiplex-002"]
+    # the former dict readers (figures page, compare) see format-2 files in the shape they know
+    flat = legacy_cells.read_cell_summaries(tmp_path)["boot_storm-standalone-050"]
+    assert flat["group_size"] == 50 and flat["server"] == "pvs-01" and flat["window_s"] == 360.0
+    assert flat["clients"]["optiplex-001"]["ready"] is True and flat["outcome"] == "marginal"

@@ -30,6 +30,10 @@ def cli() -> None:
 
 def _register() -> None:
     from labctl.cli import check_cmd, compare_cmd, inventory_cmd, power_cmd, report_cmd, run_cmd, sim_cmd
+    from labctl.cli.baseline_cmd import baseline
+    from labctl.cli.lease_cmd import lease
+    from labctl.cli.runs_cmd import runs
+    from labctl.cli.size_cmd import size
 
     for command in (
         inventory_cmd.inventory,
@@ -39,6 +43,10 @@ def _register() -> None:
         run_cmd.run,
         report_cmd.report,
         compare_cmd.compare,
+        lease,
+        size,
+        runs,
+        baseline,
     ):
         cli.add_command(command)
 

@@ -15,6 +15,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from labctl.cli import calibrate_vdi
 from labctl.cli.common import config_option, lab_option
 from labctl.inventory import load_lab
 from labctl.inventory.model import Lab
@@ -72,15 +73,22 @@ def calibrate(lab_file: Path | None, configuration: str | None, sizes: str, wind
     Figures other than the paper's are shown for other configurations (e.g. --config ha), where
     only the trends and the return to idle are judged.
 
+    A virtual-desktop lab (an inventory with a vdi: section) runs its boot, login and steady
+    storms instead and prints them beside the 2012 EqualLogic paper's tables 5-7 or the 2014
+    write-cache post, whichever the lab is shaped like (--sizes and --window do not apply).
+
     \b
     Examples:
       labctl sim calibrate
       labctl sim calibrate --sizes 50,75,100
       labctl sim calibrate --config ha
+      labctl sim calibrate --lab hardware/vdi-2012-ps6010xvs-630.yaml
     """
     groups = _sizes(sizes)
     lab = load_lab(lab_file, configuration, every_machine=True)
     console = Console(highlight=False)
+    if lab.vdi is not None:  # a virtual-desktop lab: the 2012 / 2014 studies (labctl.cli.calibrate_vdi)
+        sys.exit(calibrate_vdi.run(lab, console))
     console.print(_header(lab))
     with console.status("booting...") as status:
 

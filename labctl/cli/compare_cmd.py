@@ -1,36 +1,131 @@
-"""`labctl compare RUN BASELINE`: the nightly regression check, cell by cell with tolerances."""
+"""`labctl compare RUN [BASELINE...]`: is RUN worse than its baseline, beyond the run-to-run noise?"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from labctl.cli.common import resolve_results_dir, results_dir_option
-from labctl.errors import EXIT_FAILED, EXIT_OK
+from labctl.cli.runs_cmd import open_cli_store, store_option
+from labctl.errors import BadInputError
+from labctl.records.figures import RunFigures
+from labctl.store import ResultsStore, StoreError
+from labctl.store.folder import read_run_folder
+from labctl.store.rows import utc
 
 
-@click.command(short_help="Compare a run with a baseline run; exit 1 if anything regressed.")
+def load_figures(ref: str, results: Path, store: ResultsStore) -> tuple[RunFigures, Path | None, list[str]]:
+    """A run's figures from its folder (a path, or a run id in ``results``), else from the store.
+    Returns the figures, the folder (None from the store) and notes on cells that were not read."""
+    for cand in (Path(ref), results / ref):
+        if (cand / "run.json").is_file():
+            data = read_run_folder(cand)
+            notes = [
+                f"{data.info.run_id}: cell {c} not read: {why}" for c, why in sorted(data.skipped.items())
+            ]
+            return data.figures(), cand, notes
+    figures = store.figures(Path(ref).name)
+    if figures is None:
+        raise BadInputError(f"{ref}: not a run folder in {results} and not in the store {store.url}")
+    return figures, None, []
+
+
+@click.command(short_help="Compare a run with its baseline; exit 1 on a regression beyond the noise.")
 @click.argument("run")
-@click.argument("baseline")
+@click.argument("baselines", metavar="[BASELINE]...", nargs=-1)
+@click.option(
+    "--history",
+    "history_runs",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Earlier runs of the lab + plan in the store to measure the noise by (default 30; 0: baseline runs only).",
+)
+@click.option("--cells", default=None, metavar="GLOB", help="Only cells whose id matches, e.g. '*-100'.")
+@click.option(
+    "--all", "all_figures", is_flag=True, help="Show every figure, not only those outside the noise."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("--markdown", is_flag=True, help="Print a short summary for a chat message.")
+@store_option
 @results_dir_option("Where run folders are")
-@click.option("--all", "all_rows", is_flag=True, help="Show every quantity, not only what changed.")
-def compare(run: str, baseline: str, results_dir: Path | None, all_rows: bool) -> int:
-    """Compare RUN with BASELINE cell by cell (boot time, retries, CPU, NIC, disk queue, copy time,
-    verdicts) within per-quantity tolerances. Writes compare.json into RUN's folder. Exit 0 when
-    nothing regressed, 1 when something did, 2 for a bad run name.
+def compare(
+    run: str,
+    baselines: tuple[str, ...],
+    history_runs: int | None,
+    cells: str | None,
+    all_figures: bool,
+    as_json: bool,
+    markdown: bool,
+    store_url: str | None,
+    results_dir: Path | None,
+) -> int:
+    """Compare RUN with BASELINE runs (default: the baseline set of RUN's lab + plan in the store),
+    cell by cell and figure by figure: boot time, retries, never-booted machines, copy time, and
+    the server counters' peaks and means over the criteria window. A change is a regression only
+    when it is outside the run-to-run noise and in the bad direction; a cell whose run or baseline
+    is a lab fault (lab_fault, no_data, interrupted, error) is reported as such. Writes
+    compare.json into RUN's folder.
+
+    \b
+    Exit codes: 0 no regression, 1 regression, 3 lab fault (or a baseline cell the run lacks),
+    2 bad input.
 
     \b
     Examples:
+      labctl compare 20261121-020000-boot_storm-a1b2                      # against the baseline set
       labctl compare 20261121-020000-boot_storm-a1b2 20261120-020000-boot_storm-c3d4
-      labctl compare results/latest-run results/baseline-run --all
+      labctl compare results/tonight results/base-1 results/base-2 --all
     """
-    from labctl.report.build import resolve_run
-    from labctl.report.compare import compare_runs
+    from labctl.report.compare import HISTORY_RUNS  # numpy: loaded only when comparing
+    from labctl.report.compare import compare as compare_figures
 
     results = resolve_results_dir(results_dir)
-    run_dir, base_dir = resolve_run(run, results), resolve_run(baseline, results)
-    result = compare_runs(run_dir, base_dir)
-    click.echo(result.text(all_rows))
-    click.echo(f"written: {result.write(run_dir / 'compare.json')}")
-    return EXIT_FAILED if result.regressed else EXIT_OK
+    store = open_cli_store(store_url, results_dir)
+    now, folder, notes = load_figures(run, results, store)
+    baseline_set = None
+    if baselines:
+        loaded = [load_figures(b, results, store) for b in baselines]
+        base = [f for f, _, _ in loaded]
+        notes += [n for _, _, ns in loaded for n in ns]
+    else:
+        chosen = store.baseline(now.lab, now.plan)
+        if chosen is None:
+            raise BadInputError(
+                f"no baseline for {now.lab} / {now.plan} in {store.url}: name BASELINE runs, "
+                f"or set one (labctl baseline set {now.lab} {now.plan} RUN...)"
+            )
+        baseline_set = chosen.set_id
+        base = []
+        for run_id in chosen.run_ids:
+            f = store.figures(run_id)
+            if f is None:
+                raise BadInputError(
+                    f"baseline run {run_id} is not in {store.url} any more (labctl runs import it)"
+                )
+            base.append(f)
+    history = []
+    started = utc(now.started_utc)
+    runs = HISTORY_RUNS if history_runs is None else history_runs
+    if runs and started is not None:
+        try:
+            history = store.figure_history(now.lab, now.plan, before=started, runs=runs)
+        except StoreError as exc:
+            if not baselines:  # the baseline itself came from the store: nothing to compare without it
+                raise
+            notes.append(f"no history (noise from the baseline runs alone): {exc}")
+    result = compare_figures(now, base, history=history, baseline_set=baseline_set, cells=cells)
+    result.notes += notes
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+    elif markdown:
+        click.echo(result.markdown())
+    else:
+        click.echo(result.text(all_figures))
+    if folder is not None:
+        written = result.write(folder / "compare.json")
+        if not (as_json or markdown):
+            click.echo(f"written: {written}")
+    sys.stdout.flush()
+    return result.exit_code

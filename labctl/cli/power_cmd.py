@@ -17,6 +17,7 @@ from labctl.errors import EXIT_FAILED
 from labctl.inventory import load_lab
 from labctl.inventory.ranges import compact_names
 from labctl.lab.power import Action, MachineState, PowerReport, State
+from labctl.lab.power.lease_guard import check_not_leased
 from labctl.lab.session import LabSession
 
 TARGET_HELP = "A machine, a group, a range like optiplex-[001-010], or a comma-separated list."
@@ -24,14 +25,18 @@ TARGET_HELP = "A machine, a group, a range like optiplex-[001-010], or a comma-s
 
 @click.group()
 def power() -> None:
-    """Power machines on and off, whatever their backend (WoL/SSH, Redfish, vCenter).
+    """Power machines on and off, whatever their backend (WoL/SSH, Redfish, IPMI, vCenter).
 
     \b
     Examples:
       labctl power on optiplex-[001-010]
       labctl power status first-25
       labctl power off clients
+      labctl power off --hard optiplex-007
       labctl power reboot pvs-01
+
+    \b
+    A lab that another run leases is refused (the line names the holder) unless --force.
     """
 
 
@@ -70,15 +75,18 @@ def _act(
     configuration: str | None,
     target: str,
     wait: float | None,
+    hard: bool,
     force: bool,
 ) -> None:
     """Run ``action`` on ``target``, print the outcome per machine, then wait for readiness if asked."""
     with _session(lab_file, configuration) as s:
         machines = s.machines(target)
+        if not force:  # a run that holds the lab would measure machines changed under it
+            check_not_leased(s.lab, machines, f"power {action.value} {target}")
         report: PowerReport = _with_progress(
             len(machines),
             f"power {action.value} {target}",
-            lambda advance: s.power.act(action, target, force=force, progress=advance),
+            lambda advance: s.power.act(action, target, force=hard, progress=advance),
         )
         _print_report(report)
         ready_failed = 0
@@ -110,7 +118,14 @@ def _print_report(report: PowerReport) -> None:
     rows = [(o.machine, o.kind, "ok" if o.ok else "FAILED", o.detail) for o in report.outcomes.values()]
     spread = ""
     if len(report.outcomes) > 1:
-        spread = f"; dispatch spread {report.spread_lab_s:.3f} lab s ({report.spread_wall_s * 1000:.1f} ms)"
+        spread = (
+            f"; send spread {report.send_spread_lab_s:.3f} lab s ({report.send_spread_wall_s * 1000:.1f} ms)"
+        )
+        if report.delivery_spread_lab_s is not None and report.delivery_spread_wall_s is not None:
+            spread += (
+                f", delivery spread {report.delivery_spread_lab_s:.3f} lab s "
+                f"({report.delivery_spread_wall_s * 1000:.1f} ms)"
+            )
     title = (
         f"power {report.action} {report.target}: {len(report.outcomes) - len(report.failed)}/"
         f"{len(report.outcomes)} ok{spread}"
@@ -150,16 +165,27 @@ def _register(action: Action, help_text: str) -> None:
         help="After the action, wait up to this many lab seconds for each machine to be ready.",
     )
     @click.option(
-        "--force",
+        "--hard",
         is_flag=True,
         default=False,
         hidden=action is not Action.OFF,
         help="Power off without a graceful OS shutdown where the backend allows it.",
     )
+    @click.option(
+        "--force",
+        is_flag=True,
+        default=False,
+        help="Act even though another run leases the lab (its measurements will be wrong).",
+    )
     def cmd(
-        target: str, lab_file: Path | None, configuration: str | None, wait: float | None, force: bool
+        target: str,
+        lab_file: Path | None,
+        configuration: str | None,
+        wait: float | None,
+        hard: bool,
+        force: bool,
     ) -> None:
-        _act(action, lab_file, configuration, target, wait, force)
+        _act(action, lab_file, configuration, target, wait, hard, force)
 
 
 _register(

@@ -71,6 +71,13 @@ def _pytest_exit_to_labctl(code: int) -> int:
 )
 @results_dir_option("Where run folders go")
 @click.option("--report/--no-report", default=True, help="Build the Allure and figures report afterwards.")
+@click.option(
+    "--lease-wait",
+    type=click.FloatRange(0, 86_400),
+    default=0,
+    metavar="SECONDS",
+    help="Wait this long for a lab another run holds (default: stop at once, naming the holder).",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -81,6 +88,7 @@ def run(
     params: tuple[str, ...],
     results_dir: Path | None,
     report: bool,
+    lease_wait: float,
 ) -> int:
     """Run PLAN with pytest on the lab (default: the simulated lab), then build the report.
 
@@ -89,7 +97,9 @@ def run(
     \b
     Examples:
       labctl run boot_storm                          # the 2007 boot storm, all group sizes
-      labctl run boot_storm -k "50 or 75"            # two cells
+      labctl run boot_storm -k "50 or 75"            # two cells (a number matches a cell exactly)
+      labctl run boot_storm --lf                     # the cells that failed last time
+      labctl run boot_storm --collect-only -q        # the cells, without running them
       labctl run boot_storm --profile quick          # the short profile the test suite uses
       labctl run copy_reboot --param copy_paths=local_to_share
       labctl run 2007                                # boot storm, copy/reboot matrix, HA comparison
@@ -100,8 +110,10 @@ def run(
     check_simulator(lab_file, configuration)  # another simulated lab running: one line, exit 2
     results = resolve_results_dir(results_dir).resolve()
     args = [str(f) for f in files]
-    # plan cells have their own lab-time deadlines; the test suite's wall-clock timeout is not for them
-    args += ["-p", "no:cacheprovider", "-o", "timeout=0", "--results-dir", str(results)]
+    # plan cells have their own lab-time deadlines; the test suite's wall-clock timeout is not for
+    # them. --lf and --ff read pytest's cache: the plans' own, beside their run folders.
+    args += ["-o", "timeout=0", "-o", f"cache_dir={results / '.pytest_cache'}", "--results-dir", str(results)]
+    args += ["--lease-wait", f"{lease_wait:g}"]
     if lab_file is not None:
         args += ["--lab", str(lab_file)]
     if configuration:
@@ -113,9 +125,12 @@ def run(
     args += list(ctx.args)
     started = time.time()
     code = _pytest_exit_to_labctl(pytest.main(args))
+    if _collect_only(ctx.args):
+        return code  # nothing ran: no run folder, no report
     run_dir = _newest_run(results, since=started)
     if run_dir is None:
-        click.echo("no run folder was written (nothing ran?)", err=True)
+        if code != EXIT_BAD_INPUT:  # bad input was already said, in one line per problem
+            click.echo("no run folder was written (nothing ran?)", err=True)
         return code if code != EXIT_OK else EXIT_BAD_INPUT
     if report:
         from labctl.report.build import build_report
@@ -130,6 +145,10 @@ def run(
     if code == EXIT_INTERRUPTED:
         click.echo("interrupted: what was measured is kept in the run folder", err=True)
     return code
+
+
+def _collect_only(args: list[str]) -> bool:
+    return any(a in ("--collect-only", "--co") for a in args)
 
 
 def _newest_run(results: Path, since: float) -> Path | None:

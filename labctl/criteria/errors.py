@@ -1,5 +1,5 @@
-"""How a cell fails. Allure's categories tell these apart by exception type (see
-:mod:`labctl.report.allure_helpers`):
+"""How a cell fails, as exceptions for the test that ran it (the cell's outcome is in its record;
+these give pytest the matching status):
 
 - :class:`ThresholdFailure` (an ``AssertionError``: Allure status *failed*): the lab worked and a
   measured value is outside its band. Carries the evidence.
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from labctl.errors import BadInputError
 
 if TYPE_CHECKING:
-    from labctl.criteria.evaluate import CriterionResult
+    from labctl.records.run_record import CriterionVerdict
 
 
 class CriteriaFileError(BadInputError):
@@ -23,22 +23,22 @@ class CriteriaFileError(BadInputError):
 
 
 class ThresholdFailure(AssertionError):
-    def __init__(self, message: str, evidence: list[CriterionResult] | None = None):
+    def __init__(self, message: str, evidence: list[CriterionVerdict] | None = None):
         super().__init__(message)
         self.evidence = list(evidence or [])
 
     def evidence_dict(self) -> list[dict[str, Any]]:
-        return [r.as_dict() for r in self.evidence]
+        return [r.as_dict() if hasattr(r, "as_dict") else r.model_dump(mode="json") for r in self.evidence]
 
 
 class LabFault(Exception):
-    def __init__(self, message: str, evidence: list[CriterionResult] | None = None, **detail: Any):
+    def __init__(self, message: str, evidence: list[CriterionVerdict] | None = None, **detail: Any):
         super().__init__(message)
         self.evidence = list(evidence or [])
         self.detail = detail
 
 
 class NoDataError(Exception):
-    def __init__(self, message: str, evidence: list[CriterionResult] | None = None):
+    def __init__(self, message: str, evidence: list[CriterionVerdict] | None = None):
         super().__init__(message)
         self.evidence = list(evidence or [])

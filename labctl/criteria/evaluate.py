@@ -1,58 +1,56 @@
-"""Evaluate criteria over recorded series: a :class:`Verdict` with the evidence for each criterion.
+"""Judge a cell against its criteria: pure, returns a :class:`~labctl.records.run_record.CellVerdict`
+with the evidence for each criterion, writes nothing.
 
-    names = lab_names(lab).with_vars(group_size=50)
-    verdict = evaluate(load_criteria(path), recorder, cell=cell, window=(t0, t1), names=names,
-                       expected={"clients": group_members})
-    verdict.write(run_folder)          # cells/<cell>/verdicts.json
-    verdict.raise_for_outcome()        # LabFault / ThresholdFailure / NoDataError, or nothing
+    names = lab_names(lab).with_vars(result.criteria_variables())
+    verdict = evaluate(load_criteria(path, names), recorder, summary, names=names)
 
-The data may be a live :class:`~labctl.recorder.Recorder` or a run folder on disk
-(:class:`~labctl.recorder.RunSeries`): the same criteria can be re-judged offline.
+``data`` is anything that hands out series: a live :class:`~labctl.recorder.Recorder` or a run
+folder on disk (:class:`~labctl.recorder.RunSeries`), so the same criteria can be re-judged
+offline. Per-machine results come from ``summary.clients``; the window is ``summary.window``
+unless one is given.
+
+A series criterion whose judged series covers less than ``min_coverage`` of the window (a silence
+longer than twice its source's interval) is ``no_data`` naming the gap, never a pass; no series at
+all is ``no_data`` too. The interval of a series is the one the recorder noted in
+``summary.metrics``; a series the summary does not know is held to its own median interval.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from enum import StrEnum
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, overload
 
 from labctl.criteria.errors import CriteriaFileError, LabFault, NoDataError, ThresholdFailure
 from labctl.criteria.expr import ExpressionError
 from labctl.criteria.expr import evaluate as eval_limit
-from labctl.criteria.model import Band, CriteriaFile, Criterion
+from labctl.criteria.model import VARIABLE, Band, CriteriaFile, Criterion, band_problems
 from labctl.criteria.variables import Names
-from labctl.recorder.cells import VERDICTS_FILE, cell_dir, write_json_atomic
 from labctl.records import stats as S
+from labctl.records.run_record import (
+    Band as BandValue,
+)
+from labctl.records.run_record import (
+    CellSummary,
+    CellVerdict,
+    ClientOutcome,
+    CriterionVerdict,
+    EntityValue,
+    Outcome,
+    SeriesRef,
+    Window,
+    worst,
+)
 from labctl.records.series import Series, SeriesProvider, iso_utc
 
+if TYPE_CHECKING:  # the former names, for the code that still uses them (see criteria.legacy)
+    from labctl.criteria.legacy import LegacyResult as CriterionResult  # noqa: F401
+    from labctl.criteria.legacy import LegacyVerdict
+    from labctl.criteria.legacy import LegacyVerdict as Verdict  # noqa: F401
 
-class Outcome(StrEnum):
-    PASS = "pass"
-    MARGINAL = "marginal"
-    NO_DATA = "no_data"
-    FAIL = "fail"
-    LAB_FAULT = "lab_fault"
-
-    @property
-    def severity(self) -> int:
-        return _SEVERITY[self]
-
-
-_SEVERITY = {
-    Outcome.PASS: 0,
-    Outcome.MARGINAL: 1,
-    Outcome.NO_DATA: 2,
-    Outcome.FAIL: 3,
-    Outcome.LAB_FAULT: 4,
-}
-
-
-def worst(outcomes: Iterable[Outcome]) -> Outcome:
-    return max(outcomes, key=lambda o: o.severity, default=Outcome.PASS)
+SUMMARY_FILE = "summary.json"  # where per-machine results are (a SeriesRef's file)
 
 
 def fmt(v: float | None) -> str:
@@ -63,171 +61,57 @@ def fmt(v: float | None) -> str:
         return str(v)
     a = abs(v)
     if a >= 100 or v == int(v):
-        text = f"{v:.0f}" if a >= 100 else f"{int(v)}"
-    elif a >= 10:
-        text = f"{v:.1f}"
-    else:
-        text = f"{v:.2f}"
-    return text
+        return f"{v:.0f}" if a >= 100 else f"{int(v)}"
+    if a >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+# --- bands ----------------------------------------------------------------------------------------
+
+
+def contains(b: BandValue, v: float) -> bool:
+    return (b.min is None or v >= b.min) and (b.max is None or v <= b.max)
+
+
+def outside_by(b: BandValue, v: float) -> float:
+    """How far ``v`` is outside the band (0 inside), for picking the worst entity."""
+    d = 0.0
+    if b.min is not None and v < b.min:
+        d = b.min - v
+    if b.max is not None and v > b.max:
+        d = max(d, v - b.max)
+    return d
+
+
+def band_text(b: BandValue, unit: str = "") -> str:
+    u = f" {unit}" if unit else ""
+    parts = []
+    for op, num, expr in ((">=", b.min, b.min_expr), ("<=", b.max, b.max_expr)):
+        if num is None:
+            continue
+        shown = f"{op} {fmt(num)}{u}"
+        if expr is not None:
+            shown += f" (= {expr})"
+        parts.append(shown)
+    return " and ".join(parts)
+
+
+def judge(v: float, pass_band: BandValue, marginal: BandValue | None) -> Outcome:
+    if contains(pass_band, v):
+        return Outcome.PASS
+    if marginal is not None and contains(marginal, v):
+        return Outcome.MARGINAL
+    return Outcome.FAIL
 
 
 @dataclass(frozen=True)
-class ResolvedBand:
-    min: float | None
-    max: float | None
-    min_expr: str | None = None
-    max_expr: str | None = None
+class _Resolved:
+    """A criterion's limits as numbers for this cell."""
 
-    def contains(self, v: float) -> bool:
-        return (self.min is None or v >= self.min) and (self.max is None or v <= self.max)
-
-    def outside_by(self, v: float) -> float:
-        """How far ``v`` is outside the band (0 inside), for picking the worst entity."""
-        d = 0.0
-        if self.min is not None and v < self.min:
-            d = self.min - v
-        if self.max is not None and v > self.max:
-            d = max(d, v - self.max)
-        return d
-
-    def text(self, unit: str = "") -> str:
-        u = f" {unit}" if unit else ""
-        parts = []
-        for op, num, expr in ((">=", self.min, self.min_expr), ("<=", self.max, self.max_expr)):
-            if num is None:
-                continue
-            shown = f"{op} {fmt(num)}{u}"
-            if expr is not None:
-                shown += f" (= {expr})"
-            parts.append(shown)
-        return " and ".join(parts)
-
-
-@dataclass
-class EntityValue:
-    entity: str
-    value: float
-    outcome: Outcome
-    first_crossing_ts: float | None
-    samples: int
-
-
-@dataclass
-class CriterionResult:
-    name: str
-    outcome: Outcome
-    statistic: str
-    unit: str
-    selector: str
-    observed: float | None = None
-    entity: str | None = None  # the entity that decided (across: worst), if one did
-    pass_band: ResolvedBand | None = None
-    marginal_band: ResolvedBand | None = None
-    threshold: float | None = None
-    first_crossing_ts: float | None = None  # lab time the series first left the pass band
-    window: tuple[float | None, float | None] = (None, None)
-    entities: list[EntityValue] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)  # expected entities without data
-    series: list[dict[str, str]] = field(default_factory=list)  # where the evidence is
-    description: str = ""
-    required: bool = True  # no data for a required criterion fails the cell
-    message: str = ""
-
-    def __str__(self) -> str:
-        return self.message
-
-    def __repr__(self) -> str:  # tracebacks show it: keep it to one line
-        return f"CriterionResult({self.name!r}, {self.outcome}, observed={fmt(self.observed)})"
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["outcome"] = str(self.outcome)
-        for e in d["entities"]:
-            e["outcome"] = str(e["outcome"])
-        if self.first_crossing_ts is not None:
-            d["first_crossing_time"] = iso_utc(self.first_crossing_ts)
-        return d
-
-
-@dataclass
-class Verdict:
-    cell: str
-    results: list[CriterionResult]
-
-    @property
-    def outcome(self) -> Outcome:
-        return worst(r.outcome for r in self.results)
-
-    def __repr__(self) -> str:  # tracebacks show it: keep it to one line
-        counts: dict[str, int] = {}
-        for r in self.results:
-            counts[str(r.outcome)] = counts.get(str(r.outcome), 0) + 1
-        shown = ", ".join(f"{n} {o}" for o, n in counts.items())
-        return f"Verdict({self.cell!r}, {self.outcome}: {shown})"
-
-    def of(self, outcome: Outcome) -> list[CriterionResult]:
-        return [r for r in self.results if r.outcome is outcome]
-
-    def __getitem__(self, name: str) -> CriterionResult:
-        for r in self.results:
-            if r.name == name:
-                return r
-        raise KeyError(name)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "cell": self.cell,
-            "outcome": str(self.outcome),
-            "criteria": [r.as_dict() for r in self.results],
-        }
-
-    def write(self, run: Any) -> Path:
-        """``cells/<cell>/verdicts.json`` in the run folder."""
-        return write_json_atomic(cell_dir(run, self.cell) / VERDICTS_FILE, self.as_dict())
-
-    def lines(self) -> list[str]:
-        return [f"[{r.outcome}] {r.message}" for r in self.results]
-
-    def raise_for_outcome(self, *, marginal_fails: bool = False) -> None:
-        """Lab faults first (the cell says nothing about the system), then threshold failures,
-        then missing data (required criteria only). Marginal passes unless ``marginal_fails``."""
-        faults = self.of(Outcome.LAB_FAULT)
-        if faults:
-            raise LabFault(_joined("lab fault", faults, self.cell), evidence=faults)
-        failed = self.of(Outcome.FAIL) + (self.of(Outcome.MARGINAL) if marginal_fails else [])
-        if failed:
-            raise ThresholdFailure(_joined("threshold failure", failed, self.cell), evidence=failed)
-        missing = [r for r in self.of(Outcome.NO_DATA) if r.required]
-        if missing:
-            raise NoDataError(_joined("no data", missing, self.cell), evidence=missing)
-
-
-def _joined(what: str, results: list[CriterionResult], cell: str) -> str:
-    head = f"{cell}: " if cell else ""
-    if len(results) == 1:
-        return f"{head}{what}: {results[0].message}"
-    return f"{head}{len(results)} criteria: {what}\n" + "\n".join(f"- {r.message}" for r in results)
-
-
-# --- evaluation ------------------------------------------------------------------------------
-
-_VAR = re.compile(r"\{(\w+)\}")
-
-
-def _pattern(c: Criterion, text: str | None, names: Names) -> str | None:
-    if text is None:
-        return None
-
-    def sub(m: re.Match[str]) -> str:
-        v = names.variables.get(m.group(1))
-        if v is None:
-            known = ", ".join(sorted(k for k, x in names.variables.items() if isinstance(x, str)))
-            raise CriteriaFileError(
-                f"criterion {c.name!r}: unknown variable {{{m.group(1)}}} in select (known: {known})"
-            )
-        return str(v)
-
-    return _VAR.sub(sub, text)
+    pass_band: BandValue
+    marginal: BandValue | None
+    threshold: float | None
 
 
 def _limit(c: Criterion, where: str, value: Any, names: Names) -> tuple[float | None, str | None]:
@@ -240,12 +124,35 @@ def _limit(c: Criterion, where: str, value: Any, names: Names) -> tuple[float | 
     return num, (value if isinstance(value, str) else None)
 
 
-def _band(c: Criterion, where: str, band: Band | None, names: Names) -> ResolvedBand | None:
+def _band(c: Criterion, where: str, band: Band | None, names: Names) -> BandValue | None:
     if band is None:
         return None
     lo, lo_e = _limit(c, f"{where}.min", band.min, names)
     hi, hi_e = _limit(c, f"{where}.max", band.max, names)
-    return ResolvedBand(lo, hi, lo_e, hi_e)
+    return BandValue(min=lo, max=hi, min_expr=lo_e, max_expr=hi_e)
+
+
+def resolve(c: Criterion, names: Names) -> _Resolved:
+    """The criterion's limits with this cell's names; CriteriaFileError for a limit that does not
+    evaluate or bands that contradict each other (those that needed the cell's own variables)."""
+    pass_band = _band(c, "pass", c.pass_band, names)
+    assert pass_band is not None
+    marginal = _band(c, "marginal", c.marginal, names)
+    bounds: dict[str, float | object | None] = {
+        "pass.min": pass_band.min,
+        "pass.max": pass_band.max,
+        "marginal.min": marginal.min if marginal else None,
+        "marginal.max": marginal.max if marginal else None,
+    }
+    problems = band_problems(bounds, has_marginal=marginal is not None)
+    if problems:
+        where, what, fix = problems[0]
+        raise CriteriaFileError(f"criterion {c.name!r}: {where}: {what} ({fix})")
+    threshold, _ = _limit(c, "threshold", c.threshold, names)
+    return _Resolved(pass_band, marginal, threshold)
+
+
+# --- statistics -----------------------------------------------------------------------------------
 
 
 def statistic(s: Series, name: str, threshold: float | None = None) -> float:
@@ -273,153 +180,354 @@ def statistic(s: Series, name: str, threshold: float | None = None) -> float:
     raise ValueError(f"unknown statistic {name!r}")
 
 
-def _judge(v: float, pass_band: ResolvedBand, marginal: ResolvedBand | None) -> Outcome:
-    if pass_band.contains(v):
-        return Outcome.PASS
-    if marginal is not None and marginal.contains(v):
-        return Outcome.MARGINAL
-    return Outcome.FAIL
-
-
-def _crossing(s: Series, c: Criterion, band: ResolvedBand, threshold: float | None) -> float | None:
-    """When the series first left the pass band (for time statistics: first went above the
-    threshold)."""
+def _crossing(s: Series, c: Criterion, band: BandValue, threshold: float | None) -> float | None:
+    """When the series first left the pass band (time statistics: first went above the threshold)."""
     if threshold is not None and c.statistic in ("time_above", "storm_duration"):
         return S.first_crossing(s, threshold)
     for t, v in zip(s.ts, s.values, strict=True):
-        if not band.contains(v):
+        if not contains(band, v):
             return t
     return None
 
 
-def evaluate_criterion(
+def _pattern(c: Criterion, text: str | None, names: Names) -> str | None:
+    if text is None:
+        return None
+
+    def sub(m: re.Match[str]) -> str:
+        v = names.variables.get(m.group(1))
+        if v is None:
+            known = ", ".join(sorted(k for k, x in names.variables.items() if isinstance(x, str)))
+            raise CriteriaFileError(
+                f"criterion {c.name!r}: unknown variable {{{m.group(1)}}} in select (known: {known})"
+            )
+        return str(v)
+
+    return VARIABLE.sub(sub, text)
+
+
+# --- judging --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Judged:
+    """What judging one criterion found, before it becomes a CriterionVerdict."""
+
+    entities: list[EntityValue]
+    missing: list[str]
+    coverage: float | None
+    refs: list[SeriesRef]
+    unit: str
+    no_data: str = ""  # why a series could not be judged (the worst gap), "" if it could
+    fault: str = ""  # why the lab failed the criterion (machines without a value), "" if it did not
+
+
+def _numbers(s: Series) -> Series:
+    """The series without samples whose value is NaN (a source that had no value to report)."""
+    if not any(math.isnan(v) for v in s.values):
+        return s
+    keep = [(t, v) for t, v in zip(s.ts, s.values, strict=True) if not math.isnan(v)]
+    return Series(
+        s.source, s.entity, s.metric, s.unit, s.cell, tuple(t for t, _ in keep), tuple(v for _, v in keep)
+    )
+
+
+def _interval(s: Series, summary: CellSummary) -> tuple[float | None, str]:
+    """The interval a series is held to, and how it is known (for the message)."""
+    known = summary.metrics.get(s.key)
+    if known is not None:  # None: an on-change source, no coverage to hold it to
+        return known.expected_interval_s, "its source promised one every {} s"
+    mid = S.median_interval(s)
+    return (mid, "its samples came every {} s (median)") if mid > 0 else (None, "")
+
+
+def _rel(ts: float, window: Window) -> str:
+    return f"t = {fmt(ts - window.start_ts_s)} s"
+
+
+def _series(
     c: Criterion,
     data: SeriesProvider,
-    *,
-    cell: str | None = None,
-    window: tuple[float | None, float | None] = (None, None),
-    names: Names | None = None,
-    expected: Mapping[str, Sequence[str]] | None = None,
-) -> CriterionResult:
-    names = names or Names()
+    summary: CellSummary,
+    window: Window | None,
+    names: Names,
+    r: _Resolved,
+) -> tuple[_Judged, str]:
     sel = c.select
-    entity_pattern = _pattern(c, sel.entity, names)
-    selector = "/".join(p or "*" for p in (sel.source, entity_pattern, sel.metric))
-    pass_band = _band(c, "pass", c.pass_band, names)
-    assert pass_band is not None
-    marginal = _band(c, "marginal", c.marginal, names)
-    threshold, _ = _limit(c, "threshold", c.threshold, names)
-    start, end = window
-    found = [
-        s.window(start, end)
-        for s in data.series(cell=cell, source=sel.source, entity=entity_pattern, metric=sel.metric)
-    ]
-    found = [s for s in found if len(s)]
-    res = CriterionResult(
-        name=c.name,
-        outcome=Outcome.NO_DATA,
-        statistic=c.statistic,
-        unit=c.unit or (found[0].unit if found else ""),
-        selector=selector,
-        pass_band=pass_band,
-        marginal_band=marginal,
-        threshold=threshold,
-        window=window,
-        series=[s.ref() for s in found],
-        description=c.description,
-        required=c.required,
-    )
-    unit = f" {res.unit}" if res.unit else ""
-
-    if c.expect is not None:
-        if expected is None or c.expect not in expected:
-            raise CriteriaFileError(
-                f"criterion {c.name!r} expects {c.expect!r}: the plan must hand in "
-                f"expected={{{c.expect!r}: [...]}} when it evaluates"
-            )
-        have = {s.entity for s in found}
-        res.missing = [e for e in expected[c.expect] if e not in have]
-
+    entity = _pattern(c, sel.entity, names)
+    selector = "/".join(p or "*" for p in (sel.source, entity, sel.metric))
+    found = data.series(cell=summary.cell, source=sel.source, entity=entity, metric=sel.metric)
+    span = window.as_tuple() if window is not None else None
+    judged = _Judged([], [], None, [], c.unit or (found[0].unit if found else ""))
+    worst_gap: tuple[float, Series, S.Silence, str] | None = None  # (coverage, series, gap, interval said)
+    covers: list[float] = []
     for s in found:
-        v = statistic(s, c.statistic, threshold)
-        res.entities.append(
+        w = _numbers(s.window(*span) if span else s)
+        judged.refs.append(
+            SeriesRef(file="series.csv", cell=s.cell, source=s.source, entity=s.entity, metric=s.metric)
+        )
+        interval, said = _interval(s, summary)
+        cover: float | None = None
+        if span is not None and interval is not None:
+            cover = S.coverage(s, interval, span)
+            covers.append(cover)
+            gaps = S.silences(s, interval, span)
+            if cover < c.min_coverage and gaps:
+                longest = max(gaps, key=lambda g: g.duration_s)
+                if worst_gap is None or cover < worst_gap[0]:
+                    worst_gap = (cover, s, longest, said.format(fmt(interval)))
+        if len(w) == 0:
+            judged.missing.append(s.entity)
+            continue
+        v = statistic(w, c.statistic, r.threshold)
+        outcome = judge(v, r.pass_band, r.marginal)
+        if cover is not None and cover < c.min_coverage and outcome is not Outcome.FAIL:
+            # what the hole hid could have failed: only a measured failure stands
+            outcome = Outcome.NO_DATA
+        judged.entities.append(
             EntityValue(
-                s.entity, v, _judge(v, pass_band, marginal), _crossing(s, c, pass_band, threshold), len(s)
+                entity=s.entity,
+                value=v,
+                outcome=outcome,
+                first_crossing_ts=_crossing(w, c, r.pass_band, r.threshold),
+                samples=len(w),
             )
         )
+    judged.coverage = min(covers) if covers else None
+    if worst_gap is not None and window is not None:
+        cover, s, gap, said = worst_gap
+        judged.no_data = (
+            f"no sample from {_rel(gap.start_ts, window)} to {_rel(gap.end_ts, window)} in {s.key} "
+            f"(covers {cover:.0%} of the window, needs {c.min_coverage:.0%}; {said})"
+        )
+    elif not judged.entities:
+        judged.no_data = f"no data for {selector}" + (" in the window" if found else "")
+    role = c.expected_role()
+    if role is not None:
+        have = {e.entity for e in judged.entities}
+        expected = [m.name for m in summary.by_role(role)]
+        lacking = [n for n in expected if n not in have]
+        if lacking:
+            judged.missing = lacking
+            judged.fault = (
+                f"{len(lacking)} of {len(expected)} {role} machines have no {sel.metric or 'data'}: "
+                + _names(lacking, summary)
+            )
+    return judged, selector
 
-    band_text = pass_band.text(res.unit)
-    if marginal is not None:
-        band_text += f"; marginal {marginal.text(res.unit)}"
-    stat = c.statistic + (f" above {fmt(threshold)}" if threshold is not None else "")
 
-    if res.entities:
+def _names(machines: Sequence[str], summary: CellSummary, limit: int = 8) -> str:
+    """``optiplex-003 (timeout: not ready by the deadline), optiplex-007 (...)`` and N more."""
+    shown = []
+    for name in machines[:limit]:
+        c: ClientOutcome | None = summary.clients.get(name)
+        why = ""
+        if c is not None:
+            why = c.outcome + (f": {c.detail}" if c.detail else "")
+        shown.append(f"{name} ({why})" if why else name)
+    more = f" and {len(machines) - limit} more" if len(machines) > limit else ""
+    return ", ".join(shown) + more
+
+
+def _result(c: Criterion, summary: CellSummary, r: _Resolved) -> tuple[_Judged, str]:
+    sel = c.select
+    field = sel.result
+    assert field is not None
+    machines = summary.by_role(sel.role)
+    selector = sel.text()
+    judged = _Judged([], [], None, [], c.unit)
+    judged.refs.append(
+        SeriesRef(
+            file=SUMMARY_FILE, cell=summary.cell, source="clients", entity=sel.role or "*", metric=field
+        )
+    )
+    lacking: list[str] = []
+    for m in machines:
+        v = getattr(m, field)
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            lacking.append(m.name)
+            continue
+        v = float(v)
+        judged.entities.append(
+            EntityValue(entity=m.name, value=v, outcome=judge(v, r.pass_band, r.marginal), samples=1)
+        )
+    role = f"{sel.role} machines" if sel.role else "machines"
+    if not machines:
+        judged.no_data = f"no {role} in the cell summary"
+    elif lacking and not c.present_only:
+        judged.missing = lacking
+        judged.fault = f"{len(lacking)} of {len(machines)} {role} have no {field}: " + _names(
+            lacking, summary
+        )
+    elif not judged.entities:
+        judged.no_data = f"no {role} have {field}"
+    return judged, selector
+
+
+def evaluate_criterion(
+    c: Criterion, data: SeriesProvider, summary: CellSummary, *, names: Names, window: Window | None
+) -> CriterionVerdict:
+    """Judge one criterion over one cell."""
+    r = resolve(c, names)
+    if c.select.is_result:
+        judged, selector = _result(c, summary, r)
+    else:
+        judged, selector = _series(c, data, summary, window, names, r)
+    unit = f" {judged.unit}" if judged.unit else ""
+    bands = band_text(r.pass_band, judged.unit)
+    if r.marginal is not None:
+        bands += f"; marginal {band_text(r.marginal, judged.unit)}"
+    stat = c.statistic + (f" above {fmt(r.threshold)}" if r.threshold is not None else "")
+
+    outcome, observed, entity, crossing = Outcome.NO_DATA, None, None, None
+    ents = judged.entities
+    if ents:
         if c.across == "worst":
-            decider = max(res.entities, key=lambda e: (e.outcome.severity, pass_band.outside_by(e.value)))
-            res.observed, res.entity, res.outcome = decider.value, decider.entity, decider.outcome
-            res.first_crossing_ts = decider.first_crossing_ts
+            decider = max(ents, key=lambda e: (e.outcome.severity, outside_by(r.pass_band, e.value)))
+            observed, entity, outcome = decider.value, decider.entity, decider.outcome
+            crossing = decider.first_crossing_ts
         else:
-            vals = [e.value for e in res.entities]
-            combined = {
+            vals = [e.value for e in ents]
+            observed = {
                 "max": max(vals),
                 "min": min(vals),
                 "mean": math.fsum(vals) / len(vals),
                 "sum": math.fsum(vals),
             }[c.across]
-            res.observed = combined
-            res.outcome = _judge(combined, pass_band, marginal)
-            crossings = [e.first_crossing_ts for e in res.entities if e.first_crossing_ts is not None]
-            res.first_crossing_ts = min(crossings) if crossings else None
-            if len(res.entities) == 1:
-                res.entity = res.entities[0].entity
+            crossings = [e.first_crossing_ts for e in ents if e.first_crossing_ts is not None]
+            crossing = min(crossings) if crossings else None
+            entity = ents[0].entity if len(ents) == 1 else None
+            outcome = Outcome.NO_DATA if judged.no_data else judge(observed, r.pass_band, r.marginal)
+    if judged.no_data and outcome is not Outcome.FAIL:
+        outcome = Outcome.NO_DATA  # a value taken over a hole passes nothing
+    if judged.fault:
+        outcome = Outcome.LAB_FAULT
 
-    where = f" on {res.entity}" if res.entity and len(res.entities) > 1 else ""
-    if res.outcome is Outcome.NO_DATA and not res.missing:
-        res.message = f"{c.name}: no data for {selector} (band {band_text})"
-    elif res.observed is not None:
-        verb = {Outcome.PASS: "within", Outcome.MARGINAL: "outside", Outcome.FAIL: "outside"}.get(
-            res.outcome, "vs"
-        )
-        res.message = f"{c.name}: {stat} {fmt(res.observed)}{unit}{where} {verb} pass band {band_text}"
-        if res.outcome is Outcome.MARGINAL:
-            res.message += " (marginal)"
-        if res.outcome is not Outcome.PASS and res.first_crossing_ts is not None:
-            into = ""
-            if start is not None:
-                into = f" ({fmt(res.first_crossing_ts - start)} s into the window)"
-            res.message += f"; first crossed at {iso_utc(res.first_crossing_ts)}{into}"
+    where = f" on {entity}" if entity and len(ents) > 1 else ""
+    if outcome is Outcome.LAB_FAULT:
+        message = f"{c.name}: {judged.fault}"
+    elif outcome is Outcome.NO_DATA:
+        message = f"{c.name}: {judged.no_data} (band {bands})"
+    else:
+        verb = "within" if outcome is Outcome.PASS else "outside"
+        message = f"{c.name}: {stat} {fmt(observed)}{unit}{where} {verb} pass band {bands}"
+        if outcome is Outcome.MARGINAL:
+            message += " (marginal)"
+        if outcome is not Outcome.PASS and crossing is not None:
+            into = f" ({fmt(crossing - window.start_ts_s)} s into the window)" if window is not None else ""
+            message += f"; first crossed at {iso_utc(crossing)}{into}"
+        if judged.no_data:
+            message += f"; and {judged.no_data}"
+    return CriterionVerdict(
+        name=c.name,
+        description=c.description,
+        required=c.required,
+        outcome=outcome,
+        statistic=c.statistic,
+        unit=judged.unit,
+        selector=selector,
+        observed=observed,
+        entity=entity,
+        pass_band=r.pass_band,
+        marginal_band=r.marginal,
+        threshold=r.threshold,
+        first_crossing_ts=crossing,
+        window=window,
+        coverage=judged.coverage,
+        entities=ents,
+        missing=judged.missing,
+        series=judged.refs,
+        message=message,
+    )
 
-    if res.missing and c.expect is not None and expected is not None:
-        res.outcome = Outcome.LAB_FAULT
-        shown = ", ".join(res.missing[:10]) + (
-            f" and {len(res.missing) - 10} more" if len(res.missing) > 10 else ""
-        )
-        res.message = (
-            f"{c.name}: {len(res.missing)} of {len(expected[c.expect])} "
-            f"{c.expect} never reported {sel.metric or 'data'}: {shown}"
-        )
-    return res
+
+def cell_outcome(criteria: Sequence[CriterionVerdict]) -> Outcome:
+    """The worst criterion's outcome; a criterion that is not required cannot make it no_data."""
+    return worst(
+        Outcome.PASS if (c.outcome is Outcome.NO_DATA and not c.required) else c.outcome for c in criteria
+    )
+
+
+@overload
+def evaluate(
+    criteria: CriteriaFile | Sequence[Criterion],
+    data: SeriesProvider,
+    summary: CellSummary,
+    *,
+    names: Names | None = None,
+    window: Window | tuple[float, float] | None = None,
+    only: Sequence[str] | None = None,
+) -> CellVerdict: ...
+
+
+@overload
+def evaluate(
+    criteria: CriteriaFile | Sequence[Criterion],
+    data: SeriesProvider,
+    summary: None = None,
+    *,
+    names: Names | None = None,
+    window: Window | tuple[float | None, float | None] | None = None,
+    only: Sequence[str] | None = None,
+    **legacy: Any,
+) -> LegacyVerdict: ...
 
 
 def evaluate(
     criteria: CriteriaFile | Sequence[Criterion],
     data: SeriesProvider,
+    summary: CellSummary | None = None,
     *,
-    cell: str = "",
-    window: tuple[float | None, float | None] = (None, None),
     names: Names | None = None,
-    expected: Mapping[str, Sequence[str]] | None = None,
+    window: Window | tuple[float, float] | tuple[float | None, float | None] | None = None,
     only: Sequence[str] | None = None,
-) -> Verdict:
-    """Judge every criterion (or those named in ``only``) over ``cell``'s series in ``window``."""
+    **legacy: Any,
+) -> CellVerdict:
+    """Judge every criterion (or those named in ``only``) over the cell of ``summary``, in
+    ``window`` (default: the summary's). Raises CriteriaFileError for a limit that does not
+    evaluate with ``names`` (a problem of the file, not of the lab).
+
+    Called the format-1 way (``cell=``, ``expected=``, no summary) it judges through
+    :mod:`labctl.criteria.legacy` and returns a verdict with the former methods."""
+    if summary is None:
+        from labctl.criteria.legacy import evaluate_legacy  # the adapter imports this module
+
+        return evaluate_legacy(criteria, data, names=names, window=window, only=only, **legacy)
+    if isinstance(window, tuple):
+        start, end = window
+        window = Window(start_ts_s=start, end_ts_s=end) if start is not None and end is not None else None
+    if legacy:
+        raise TypeError(f"evaluate() got unexpected arguments {', '.join(sorted(legacy))}")
     items = criteria.criteria if isinstance(criteria, CriteriaFile) else tuple(criteria)
     if only is not None:
         unknown = set(only) - {c.name for c in items}
         if unknown:
             raise CriteriaFileError(f"no criteria named {', '.join(sorted(unknown))}")
         items = tuple(c for c in items if c.name in only)
-    results = [
-        evaluate_criterion(c, data, cell=cell or None, window=window, names=names, expected=expected)
-        for c in items
-    ]
-    return Verdict(cell, results)
+    win = window if window is not None else summary.window
+    judged = [evaluate_criterion(c, data, summary, names=names or Names(), window=win) for c in items]
+    return CellVerdict(cell=summary.cell, outcome=cell_outcome(judged), criteria=judged)
+
+
+# --- how a verdict fails a cell ---------------------------------------------------------------------
+
+
+def _joined(what: str, results: Sequence[CriterionVerdict], cell: str) -> str:
+    head = f"{cell}: " if cell else ""
+    if len(results) == 1:
+        return f"{head}{what}: {results[0].message}"
+    return f"{head}{len(results)} criteria: {what}\n" + "\n".join(f"- {r.message}" for r in results)
+
+
+def raise_for_outcome(verdict: CellVerdict, *, marginal_fails: bool = False) -> None:
+    """Lab faults first (the cell says nothing about the system), then threshold failures, then
+    missing data (required criteria only). Marginal passes unless ``marginal_fails``."""
+    faults = verdict.of(Outcome.LAB_FAULT)
+    if faults:
+        raise LabFault(_joined("lab fault", faults, verdict.cell), evidence=faults)
+    failed = verdict.of(Outcome.FAIL) + (verdict.of(Outcome.MARGINAL) if marginal_fails else [])
+    if failed:
+        raise ThresholdFailure(_joined("threshold failure", failed, verdict.cell), evidence=failed)
+    missing = [r for r in verdict.of(Outcome.NO_DATA) if r.required]
+    if missing:
+        raise NoDataError(_joined("no data", missing, verdict.cell), evidence=missing)

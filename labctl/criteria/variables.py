@@ -10,7 +10,8 @@ Variables (for the lab's configuration, e.g. standalone or HA):
 
 Functions: ``spindles(volume)`` (disks in the RAID set), ``nics(server)``, ``nic_bps(server)``
 (one NIC's speed in bit/s), ``ram_mb(server)``, ``cores(server)``. A plan adds its own variables
-(``group_size``, ``clients``, ...) with :meth:`Names.with_vars`.
+(``group_size``, ``clients``, ...) with :meth:`Names.with_vars`; before the cell runs (to check a
+criteria file at collection) it declares them with :meth:`Names.declare`.
 """
 
 from __future__ import annotations
@@ -25,11 +26,19 @@ from labctl.inventory.model import Lab, Machine, Volume
 
 @dataclass(frozen=True)
 class Names:
+    """What a criteria file's patterns and limits may name: variables with their values,
+    functions, and variables *declared* whose value comes with each cell (``group_size``)."""
+
     variables: dict[str, Value] = field(default_factory=dict)
     functions: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    declared: frozenset[str] = frozenset()
 
     def with_vars(self, extra: Mapping[str, Value] | None = None, **more: Value) -> Names:
-        return Names({**self.variables, **(extra or {}), **more}, dict(self.functions))
+        return Names({**self.variables, **(extra or {}), **more}, dict(self.functions), self.declared)
+
+    def declare(self, *names: str) -> Names:
+        """These variables will have values when a cell is judged (checked by name until then)."""
+        return Names(dict(self.variables), dict(self.functions), self.declared | frozenset(names))
 
 
 def _hardware(lab: Lab, server: str) -> Machine:

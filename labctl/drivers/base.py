@@ -7,6 +7,7 @@ Drivers own their timeouts and retries; this module keeps the policy in one plac
 from __future__ import annotations
 
 import email.utils
+import logging
 import os
 import random
 import ssl
@@ -17,8 +18,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from labctl.inventory.model import Tls, TlsMode
+
+log = logging.getLogger(__name__)
 
 # requests reads these when a request does not say what to verify against; we always say.
 CA_BUNDLE_VARS = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
@@ -129,16 +134,44 @@ def shared_ssl_context(tls: Tls) -> ssl.SSLContext:
         return ctx
 
 
+class _InventoryInsecurePool(HTTPSConnectionPool):
+    """HTTPS to an endpoint the inventory marks ``tls: {mode: insecure}``, without urllib3's
+    InsecureRequestWarning on every request: the choice was made, and said once, in the inventory
+    (:func:`note_insecure` logs it once per endpoint). Every other endpoint keeps the warning."""
+
+    def _validate_conn(self, conn: HTTPConnection) -> None:  # type: ignore[override]
+        HTTPConnectionPool._validate_conn(self, conn)  # the HTTPS override only adds the warning
+        if conn.is_closed:
+            conn.connect()
+
+
+_NOTED_INSECURE: set[str] = set()
+_NOTED_LOCK = threading.Lock()
+
+
+def note_insecure(endpoint: str) -> None:
+    """Log once per endpoint that its certificate is not verified (the inventory says so)."""
+    with _NOTED_LOCK:
+        if endpoint in _NOTED_INSECURE:
+            return
+        _NOTED_INSECURE.add(endpoint)
+    log.info("%s: TLS certificate not verified (tls: {mode: insecure} in the inventory)", endpoint)
+
+
 class TlsAdapter(HTTPAdapter):
     """A requests adapter whose connection pools use :func:`shared_ssl_context` for ``tls``.
 
     requests still passes ``verify`` on every request (``False`` or a CA path, never left to the
     environment), and urllib3 applies it to the context; the shared context only saves loading
-    the CA store for every new connection pool.
+    the CA store for every new connection pool. For an endpoint marked insecure the pools do not
+    warn per request; ``endpoint`` (the name messages use) is logged once instead.
     """
 
-    def __init__(self, tls: Tls, **kwargs: Any):
+    def __init__(self, tls: Tls, endpoint: str = "", **kwargs: Any):
         self._ctx = shared_ssl_context(tls)
+        self._insecure = tls.mode is TlsMode.INSECURE
+        if self._insecure:
+            note_insecure(endpoint or "an endpoint")
         super().__init__(**kwargs)
 
     def init_poolmanager(
@@ -146,6 +179,11 @@ class TlsAdapter(HTTPAdapter):
     ) -> None:
         pool_kwargs["ssl_context"] = self._ctx
         super().init_poolmanager(connections, maxsize, block=block, **pool_kwargs)
+        if self._insecure:
+            # this adapter's pool manager only: a copy, never urllib3's module-wide table
+            classes = dict(self.poolmanager.pool_classes_by_scheme)
+            classes["https"] = _InventoryInsecurePool
+            self.poolmanager.pool_classes_by_scheme = classes
 
 
 def tls_fix(tls: Tls, what: str) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,14 +27,14 @@ from urllib.parse import urlparse
 
 import redfish
 import requests
-import urllib3
 from redfish.rest.v1 import HttpClient, JsonDecodingError, RestResponse, RetriesExhaustedError
 
 from labctl.drivers.base import Backoff, KeyedLimits, TlsAdapter, parse_retry_after, requests_verify, tls_fix
+from labctl.drivers.power_verbs import PowerReading, PowerVerb
 from labctl.drivers.readings import Reading
 from labctl.errors import EndpointError, EndpointTimeout
 from labctl.inventory.credentials import resolve_credential
-from labctl.inventory.model import BmcEndpoint, TlsMode
+from labctl.inventory.model import BmcEndpoint
 
 _REQUEST_LIMITS = KeyedLimits()
 _SESSION_LIMITS = KeyedLimits()
@@ -72,6 +71,46 @@ class BmcInventory:
     bmc_model: str
     bmc_firmware: str
     redfish_version: str
+
+
+# ComputerSystem.PowerState -> what it means
+_READINGS = {
+    "On": PowerReading.ON,
+    "Off": PowerReading.OFF,
+    "PoweringOn": PowerReading.POWERING_ON,
+    "PoweringOff": PowerReading.POWERING_OFF,
+}
+# ResetType per verb, most preferred first (graceful where the system offers it)
+_RESET_TYPES: dict[PowerVerb, tuple[str, ...]] = {
+    PowerVerb.ON: ("On",),
+    PowerVerb.GRACEFUL_OFF: ("GracefulShutdown", "ForceOff"),
+    PowerVerb.FORCE_OFF: ("ForceOff",),
+    PowerVerb.REBOOT: ("GracefulRestart", "ForceRestart", "PowerCycle"),
+    PowerVerb.RESET: ("ForceRestart", "PowerCycle"),
+}
+
+
+def reset_type_for(verb: PowerVerb, allowed: tuple[str, ...]) -> str:
+    """The ResetType for ``verb``: the first of its choices the system allows (``allowed`` empty:
+    not advertised, so the first choice, and the BMC says if it objects)."""
+    choices = _RESET_TYPES[verb]
+    for c in choices:
+        if not allowed or c in allowed:
+            return c
+    return choices[0]  # not offered: reset() names the allowed values in its error
+
+
+def power_reading(power_state: str) -> PowerReading:
+    return _READINGS.get(power_state, PowerReading.UNKNOWN)
+
+
+@dataclass(frozen=True)
+class ResetPlan:
+    """A reset read and checked ahead of the burst: where to POST and which ResetType."""
+
+    verb: PowerVerb
+    reset_type: str
+    allowed: tuple[str, tuple[str, ...]]  # (action target, allowable values)
 
 
 def extended_message(resp: RestResponse) -> tuple[str, str]:
@@ -150,9 +189,6 @@ class RedfishClient:
             try:
                 password = resolve_credential(self.bmc.password, self.endpoint)
                 verify = requests_verify(self.bmc.tls)
-                if self.bmc.tls.mode is TlsMode.INSECURE:
-                    # explicitly marked insecure in the inventory: do not repeat it per request
-                    warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
                 client = redfish.redfish_client(
                     base_url=self.bmc.url,
                     username=self.bmc.user,
@@ -161,7 +197,7 @@ class RedfishClient:
                     timeout=self.timeout_s,
                     max_retry=0,
                     check_connectivity=False,
-                    https_adapter=TlsAdapter(self.bmc.tls),
+                    https_adapter=TlsAdapter(self.bmc.tls, self.endpoint),
                 )
                 client._session.trust_env = False  # no proxies or .netrc from the environment
                 self._client = client
@@ -450,6 +486,18 @@ class RedfishClient:
         if resp.status in (400, 409) and ("PSU501" in mid or "PSU502" in mid):
             return "already"
         raise self._status_error(action, resp)
+
+    def plan_reset(self, verb: PowerVerb) -> ResetPlan:
+        """Read the reset action and choose the ResetType for ``verb`` (before a burst)."""
+        allowed = self.allowed_reset_types()
+        return ResetPlan(verb, reset_type_for(verb, allowed[1]), allowed)
+
+    def fire(self, plan: ResetPlan) -> str:
+        """Send a planned reset; one line saying what the BMC did ("GracefulRestart accepted",
+        "already on")."""
+        if self.reset(plan.reset_type, allowed=plan.allowed) == "accepted":
+            return f"{plan.reset_type} accepted"
+        return f"already {'on' if plan.verb is PowerVerb.ON else 'off'}"
 
     def set_boot_once(self, target: str) -> None:
         """One-time boot override (``BootSourceOverrideEnabled: Once``), e.g. ``Pxe``."""

@@ -136,8 +136,25 @@ class SshError(EndpointError):
         self.kind = kind
 
 
-class SshTimeout(EndpointTimeout):
-    kind = "timeout"
+class SshTimeout(SshError, EndpointTimeout):
+    """An SSH step that did not finish in time (an :class:`SshError` of kind ``timeout``)."""
+
+    def __init__(self, endpoint: str, action: str, reason: str, fix: str = ""):
+        super().__init__(endpoint, action, reason, fix, kind="timeout")
+
+
+def close_channel(chan: paramiko.Channel) -> None:
+    """Close a channel whose transport may already be dead.
+
+    paramiko sends a close message, which raises EOFError or OSError when the socket went away
+    under a live-looking transport (a machine that just rebooted): the command's own outcome has
+    been decided by then, and such an exception must not replace it (it surfaced as a bare EOFError
+    that broke two cells).
+    """
+    try:
+        chan.close()
+    except (paramiko.SSHException, EOFError, OSError):
+        pass
 
 
 # --- host keys -----------------------------------------------------------------------------------
@@ -273,6 +290,15 @@ class SshPool:
                 action,
                 f"no answer within {self.connect_timeout_s:g} s",
                 "check the address and that the machine is on the network",
+            ) from None
+        except EOFError:
+            client.close()
+            raise SshError(
+                target.endpoint,
+                action,
+                "the connection closed during the SSH handshake",
+                "is the machine shutting down, or its SSH server restarting? retry once it is up",
+                kind="dropped",
             ) from None
         except paramiko.SSHException as exc:
             client.close()
@@ -427,7 +453,7 @@ class SshPool:
             try:
                 result = self._exec(conn, target, command, timeout, action, expect_drop)
                 broken = result.dropped
-            except (SshError, SshTimeout):
+            except SshError:
                 broken = True
                 raise
             finally:
@@ -496,7 +522,7 @@ class SshPool:
         except (paramiko.SSHException, EOFError, OSError):
             return self._dropped(target, command, action, start, out, err, expect_drop)
         finally:
-            chan.close()
+            close_channel(chan)
         status = chan.exit_status
         if status == -1:
             return self._dropped(target, command, action, start, out, err, expect_drop)
@@ -627,7 +653,5 @@ class SshStream:
         if self._closed.is_set():
             return
         self._closed.set()
-        try:
-            self._chan.close()
-        finally:
-            self.pool._release(self.target, self._conn, self._dropped)
+        close_channel(self._chan)
+        self.pool._release(self.target, self._conn, self._dropped)

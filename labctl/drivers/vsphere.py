@@ -24,7 +24,6 @@ import socket
 import ssl
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,15 +32,15 @@ from typing import Any
 from urllib.parse import urlparse
 
 import requests
-import urllib3
 from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim, vmodl
 
-from labctl.drivers.base import requests_verify, ssl_context, tls_fix
+from labctl.drivers.base import TlsAdapter, requests_verify, ssl_context, tls_fix
+from labctl.drivers.power_verbs import PowerReading, PowerVerb
 from labctl.drivers.readings import Reading
 from labctl.errors import EndpointError, EndpointTimeout
 from labctl.inventory.credentials import resolve_credential
-from labctl.inventory.model import TlsMode, VCenter
+from labctl.inventory.model import VCenter
 
 VM_PROPERTIES = (
     "name",
@@ -81,6 +80,13 @@ class VSphereTimeout(EndpointTimeout):
     pass
 
 
+_READINGS = {
+    "poweredOn": PowerReading.ON,
+    "poweredOff": PowerReading.OFF,
+    "suspended": PowerReading.OFF,  # no CPU running: as good as off for a storm
+}
+
+
 @dataclass(frozen=True)
 class VmInfo:
     name: str
@@ -91,6 +97,10 @@ class VmInfo:
     ip: str | None = None
     boot_time: float | None = None  # epoch seconds, as vCenter reports it
     host: str | None = None  # host moid
+
+    @property
+    def reading(self) -> PowerReading:
+        return _READINGS.get(self.power_state, PowerReading.UNKNOWN)
 
 
 @dataclass(frozen=True)
@@ -259,11 +269,10 @@ class VCenterClient:
     def _probe(self, action: str) -> None:
         """Reach the service with a timeout before pyVmomi does (its version probe has none)."""
         url = f"https://{self.host}:{self.port}{self.path.rstrip('/')}/vimServiceVersions.xml"
-        if self.vc.tls.mode is TlsMode.INSECURE:
-            warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
         try:
             with requests.Session() as s:
                 s.trust_env = False
+                s.mount("https://", TlsAdapter(self.vc.tls, self.endpoint))
                 s.get(url, timeout=min(self.timeout_s, 15.0), verify=requests_verify(self.vc.tls))
         except requests.exceptions.SSLError as exc:
             raise VSphereError(
@@ -440,6 +449,18 @@ class VCenterClient:
         return found, [n for n in names if n not in self._refs]
 
     # --- power ---------------------------------------------------------------------------------
+    def act(self, verb: PowerVerb, names: Sequence[str]) -> BatchResult:
+        """Carry out ``verb`` on many VMs: on = one PowerOnMultiVM per datacenter, off = PowerOff
+        (graceful or not: ShutdownGuest needs VMware Tools and returns before the VM is off),
+        reset = ResetVM, reboot = RebootGuest."""
+        if verb is PowerVerb.ON:
+            return self.power_on(names)
+        if verb in (PowerVerb.GRACEFUL_OFF, PowerVerb.FORCE_OFF):
+            return self.power_off(names)
+        if verb is PowerVerb.RESET:
+            return self.reset(names)
+        return self.reboot_guest(names)
+
     def power_on(self, names: Sequence[str], *, timeout_s: float = 300.0) -> BatchResult:
         """Power on many VMs with one ``PowerOnMultiVM_Task`` per datacenter, then wait for every task."""
         refs, unknown = self.vm_refs(names)

@@ -155,7 +155,8 @@ def _children(n: yaml.Node) -> list[yaml.Node]:
 
 
 def machines_declared(data: dict[str, Any]) -> int:
-    """How many machines the clients, servers and VMs stand for, from range bounds alone."""
+    """How many machines the clients, servers, VMs and VDI desktop pools stand for, from range
+    bounds alone."""
     total = 0
     for section in ("clients", "servers", "vms"):
         items = data.get(section)
@@ -164,6 +165,11 @@ def machines_declared(data: dict[str, Any]) -> int:
         for item in items:
             name = item.get("name") if isinstance(item, dict) else None
             total += _range_size(name) if isinstance(name, str) else 1
+    vdi = data.get("vdi")
+    pools = vdi.get("pools") if isinstance(vdi, dict) else None
+    for pool in pools if isinstance(pools, list) else []:
+        desktops = pool.get("desktops") if isinstance(pool, dict) else None
+        total += _range_size(desktops) if isinstance(desktops, str) else 0
     return total
 
 

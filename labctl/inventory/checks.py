@@ -161,9 +161,9 @@ def _walk(value: Any, loc: Loc, out: list[Finding]) -> None:
                 _url(v, here, out)
             elif key == "user":
                 _user(v, here, out)
-            elif key == "drive" and not _DRIVE.match(v):
+            elif key == "drive" and here[:1] == ("servers",) and "volumes" in here and not _DRIVE.match(v):
                 out.append(Finding(here, f"drive {shown(v)} is not a drive letter", 'write it as "D:"'))
-            elif key == "unc" and not _UNC.match(v):
+            elif key == "unc" and here[:1] == ("shares",) and not _UNC.match(v):
                 out.append(
                     Finding(
                         here,

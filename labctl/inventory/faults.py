@@ -15,6 +15,13 @@ class FaultKind(StrEnum):
     SSH_DROP_MID_COMMAND = "ssh_drop_mid_command"  # the channel closes before the command ends
     SSH_REFUSE_AUTH = "ssh_refuse_auth"  # every authentication attempt fails
     STORAGE_TOKEN_EXPIRY = "storage_token_expiry"  # the session expires (401) every `after_s`
+    # virtual-desktop labs (labctl.sim.twin.vdi)
+    ARRAY_CONTROLLER_FAILOVER = (
+        "array_controller_failover"  # an array's controller fails; its peer takes over
+    )
+    HOST_IN_MAINTENANCE = "host_in_maintenance"  # an ESXi host enters maintenance; its VMs move to the others
+    DATASTORE_FULL = "datastore_full"  # a datastore has no free space; VMs writing to it are stunned
+    SESSION_LOGIN_FAILS = "session_login_fails"  # logons to these desktops fail
 
 
 class FaultSpec(BaseModel):

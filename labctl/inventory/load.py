@@ -28,6 +28,8 @@ from pydantic import BaseModel
 from labctl.errors import InventoryError, Problem
 from labctl.inventory import bounds, checks, lenient, placement
 from labctl.inventory.model import (
+    POWER_ENDPOINT,
+    SUPPORTED_POWER_KINDS,
     SUPPORTED_STORAGE_KINDS,
     Configuration,
     Group,
@@ -42,6 +44,13 @@ from labctl.inventory.model import (
     VCenter,
 )
 from labctl.inventory.ranges import RangeError, expand_ips, expand_macs, expand_names, normalise_mac
+from labctl.inventory.vdi_resolve import (
+    STORAGE_URL_SCHEMES,
+    VdiResolver,
+    pool_groups,
+    storage_with_volumes,
+    vcenters_with_clusters,
+)
 
 Loc = tuple[str | int, ...]
 
@@ -224,6 +233,12 @@ def _describe(err: Any, loc: Loc) -> tuple[str, str]:
             return (
                 f"unsupported storage array kind {_shown(err.get('input'))}",
                 f"supported kinds: {', '.join(SUPPORTED_STORAGE_KINDS)}",
+            )
+        if field == "power":
+            return (
+                f"unknown power backend {_shown(err.get('input'))}",
+                f"use one of: {', '.join(SUPPORTED_POWER_KINDS)} (a new backend is a module in "
+                "labctl/lab/power/ and a line in its registry)",
             )
         expected = str(ctx.get("expected", ""))
         choices = [c.strip(" '") for c in expected.replace(" or ", ", ").split(",") if c.strip()]
@@ -555,6 +570,9 @@ def resolve(
         return every_machine or not wanted or chosen in wanted
 
     declared = _declare_machines(c, spec, networks, in_config)
+    vdi = VdiResolver(spec, c.add) if spec.vdi is not None else None
+    if vdi is not None:  # desktops are VMs of the lab, in every configuration
+        declared.extend(_Declared(m, loc, True) for m, loc in vdi.desktops())
     everywhere: dict[str, Machine] = {}  # every machine of the file, whatever the configuration
     machines: dict[str, Machine] = {}  # those of the chosen configuration
     for d in declared:
@@ -588,7 +606,9 @@ def resolve(
     for i, arr in enumerate(spec.storage):
         if arr.name in storage:
             c.add(("storage", i, "name"), f"duplicate storage array name {arr.name!r}", "rename one")
-        _check_url(c, ("storage", i, "url"), arr.url)
+        _check_url(
+            c, ("storage", i, "url"), arr.url, STORAGE_URL_SCHEMES.get(arr.kind.value, ("https", "http"))
+        )
         storage[arr.name] = arr
 
     shares: dict[str, Share] = {}
@@ -615,6 +635,13 @@ def resolve(
     # configuration then lacks is a consequence, not a second problem to report.
     config = _configuration(c, spec, None if misspelt_configuration else chosen, machines, shares)
 
+    vdi_lab = vdi.finish(storage, [*everywhere, *groups]) if vdi is not None else None
+    if vdi_lab is not None:
+        vcenters = vcenters_with_clusters(vcenters, vdi_lab, c.add)
+        storage = storage_with_volumes(storage, vdi_lab)
+        groups = {**groups, **pool_groups(vdi_lab)}
+    vdi_targets = [*vdi_lab.hosts, *vdi_lab.datastores] if vdi_lab is not None else []
+
     for i, fault in enumerate(spec.lab.faults):
         for j, target in enumerate(fault.targets):
             floc: Loc = ("lab", "faults", i, "targets", j)
@@ -623,7 +650,7 @@ def resolve(
             except RangeError as exc:
                 c.add(floc, str(exc), exc.fix)
                 continue
-            known = [*everywhere, *storage, *vcenters]
+            known = [*everywhere, *storage, *vcenters, *vdi_targets]
             unknown = [n for n in names if n not in known and n not in broken]
             if unknown:
                 c.add(
@@ -654,6 +681,7 @@ def resolve(
         shares=shares,
         switches=spec.switches,
         inventory_sha256=hashlib.sha256(raw).hexdigest(),
+        vdi=vdi_lab,
     )
 
 
@@ -746,10 +774,13 @@ def _declare_machines(
                 mac=mac,
                 ip=ip,
                 ssh=cs.ssh,
+                power=cs.power,
                 tags=cs.tags,
                 client_hardware=cs.hardware,
             )
             out.append(_Declared(m, loc, present))
+        if names:
+            _check_power_endpoint(c, loc, out[-1].machine)
 
     for i, ss in enumerate(spec.servers):
         loc = ("servers", i)
@@ -793,9 +824,12 @@ def _declare_machines(
             ip=server_ip,
             ssh=ss.ssh,
             bmc=ss.bmc,
+            ipmi=ss.ipmi,
+            power=ss.power,
             tags=ss.tags,
             server_hardware=ss.hardware,
         )
+        _check_power_endpoint(c, loc, m)
         out.append(_Declared(m, loc, in_config(ss.configurations, loc)))
 
     for i, vs in enumerate(spec.vms):
@@ -814,10 +848,34 @@ def _declare_machines(
         present = in_config(vs.configurations, loc)
         for name, vm_ip in zip(names, vm_ips, strict=True):
             m = Machine(
-                name=name, kind=MachineKind.VM, ip=vm_ip, vcenter=vs.vcenter, vm_host=vs.host, tags=vs.tags
+                name=name,
+                kind=MachineKind.VM,
+                ip=vm_ip,
+                vcenter=vs.vcenter,
+                vm_host=vs.host,
+                power=vs.power,
+                tags=vs.tags,
             )
             out.append(_Declared(m, loc, present))
+        if names:
+            _check_power_endpoint(c, loc, out[-1].machine)
     return out
+
+
+def _check_power_endpoint(c: _Collector, loc: Loc, m: Machine) -> None:
+    """A machine that names a power backend needing an endpoint (bmc:, ipmi:, vcenter:) gives it.
+
+    Only an explicit ``power:`` is checked: a server without bmc: has always been allowed (it is
+    then powered by hand, and a power action on it says so)."""
+    if m.power is None:
+        return
+    need = POWER_ENDPOINT.get(m.power)
+    if need is not None and getattr(m, need[0]) is None:
+        c.add(
+            (*loc, "power"),
+            f"power: {m.power.value} needs the machine's {need[0]}: endpoint",
+            f"add {need[1]}, or choose another power: backend",
+        )
 
 
 def _check_duplicates(c: _Collector, declared: list[_Declared]) -> None:

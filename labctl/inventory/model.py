@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from labctl.inventory.faults import FaultSpec
 from labctl.inventory.twin_params import TwinParameters
+from labctl.inventory.vdi import VdiLab, VdiSpec
 
 
 class Frozen(BaseModel):
@@ -67,6 +68,31 @@ class BmcEndpoint(Frozen):
     password: CredentialRef
     tls: Tls = Tls()
     max_sessions: PositiveInt = 4  # iDRAC allows few concurrent sessions
+
+
+class IpmiEndpoint(Frozen):
+    """A BMC spoken to over IPMI 2.0 (RMCP+, UDP): chassis power on/off/reset and status."""
+
+    host: str
+    port: Annotated[int, Field(ge=1, le=65535)] = 623  # the IPMI LAN port (RMCP, IPMI 2.0 section 13)
+    user: str
+    password: CredentialRef
+
+
+class PowerKind(StrEnum):
+    """The power backend that carries a machine's power actions (``power:`` in the inventory).
+
+    Each value has one module in :mod:`labctl.lab.power` and one line in its registry; a machine
+    without ``power:`` gets its kind's default (client: wol-ssh, server: redfish, vm: vcenter).
+    """
+
+    WOL_SSH = "wol-ssh"  # Wake-on-LAN on; the OS's own shutdown over SSH for off/reboot/reset
+    REDFISH = "redfish"  # ComputerSystem.Reset on the server's bmc:
+    VCENTER = "vcenter"  # vCenter power tasks
+    IPMI = "ipmi"  # IPMI chassis control on the machine's ipmi: endpoint
+
+
+SUPPORTED_POWER_KINDS = tuple(k.value for k in PowerKind)
 
 
 # --- hardware ----------------------------------------------------------------------------------
@@ -148,6 +174,7 @@ class ClientSpec(Frozen):
     mac: str  # one MAC (incremented for a range) or "first..last"
     ip: str  # one IPv4 (incremented for a range) or "first..last"
     ssh: SshAccess | None = None
+    power: PowerKind | None = None  # default: wol-ssh
     tags: tuple[str, ...] = ()
     hardware: ClientHardware = ClientHardware()
     configurations: tuple[str, ...] = ()  # empty: present in every configuration
@@ -163,6 +190,8 @@ class ServerSpec(Frozen):
     ip: str
     ssh: SshAccess | None = None
     bmc: BmcEndpoint | None = None
+    power: PowerKind | None = None  # default: redfish
+    ipmi: IpmiEndpoint | None = None  # with power: ipmi
     hardware: ServerHardware | None = None
     tags: tuple[str, ...] = ()
     configurations: tuple[str, ...] = ()
@@ -173,6 +202,7 @@ class VmSpec(Frozen):
     vcenter: str
     host: str | None = None  # ESXi host name inside the vCenter topology
     ip: str | None = None
+    power: PowerKind | None = None  # default: vcenter
     tags: tuple[str, ...] = ()
     configurations: tuple[str, ...] = ()
 
@@ -210,6 +240,9 @@ class VCenter(Frozen):
 
 class StorageKind(StrEnum):
     UNITY = "unity"
+    POWERSTORE = "powerstore"
+    SC = "sc"  # Dell SC / Compellent (Data Collector REST)
+    EQUALLOGIC = "equallogic"  # EqualLogic PS (SNMP, as SAN HQ polls it)
 
 
 SUPPORTED_STORAGE_KINDS = tuple(k.value for k in StorageKind)
@@ -286,6 +319,9 @@ class InventorySpec(Frozen):
     groups: dict[str, GroupSpec] = {}
     configurations: dict[str, ConfigurationSpec] = {}
     default_configuration: str | None = None
+    vdi: VdiSpec | None = (
+        None  # virtual-desktop labs: hosts, pools, datastores, arrays (labctl.inventory.vdi)
+    )
 
 
 # --- resolved lab --------------------------------------------------------------------------------
@@ -310,6 +346,8 @@ class Machine(Frozen):
     ip: str | None = None
     ssh: SshAccess | None = None
     bmc: BmcEndpoint | None = None
+    ipmi: IpmiEndpoint | None = None
+    power: PowerKind | None = None  # as written; see power_kind
     vcenter: str | None = None
     vm_host: str | None = None
     tags: tuple[str, ...] = ()
@@ -321,6 +359,25 @@ class Machine(Frozen):
         if self.ssh is None:
             return None
         return self.ssh.host or self.ip
+
+    @property
+    def power_kind(self) -> PowerKind:
+        """The backend that powers this machine: its ``power:`` setting, else its kind's default."""
+        return self.power or DEFAULT_POWER[self.kind]
+
+
+DEFAULT_POWER: dict[MachineKind, PowerKind] = {
+    MachineKind.CLIENT: PowerKind.WOL_SSH,
+    MachineKind.SERVER: PowerKind.REDFISH,
+    MachineKind.VM: PowerKind.VCENTER,
+}
+
+# The endpoint a backend needs on the machine (checked at load): backend -> (Machine field, as written)
+POWER_ENDPOINT: dict[PowerKind, tuple[str, str]] = {
+    PowerKind.REDFISH: ("bmc", "bmc: {url: ..., user: ..., password: ...}"),
+    PowerKind.IPMI: ("ipmi", "ipmi: {host: ..., user: ..., password: ...}"),
+    PowerKind.VCENTER: ("vcenter", "vcenter: <name>"),
+}
 
 
 class Group(Frozen):
@@ -362,6 +419,7 @@ class Lab(Frozen):
     shares: dict[str, Share]
     switches: tuple[Switch, ...]
     inventory_sha256: str
+    vdi: VdiLab | None = None
 
     def machine(self, name: str) -> Machine:
         try:

@@ -269,25 +269,6 @@ class TwinParameters(BaseModel):
         default=4.0, description="Client CPU time of a file copy per GB copied, s."
     )
 
-    # --- virtual desktops (Unity LUN counters) ---------------------------------------------------
-    vm_boot_s: PositiveFloat = Field(default=60.0, description="VM power-on to guest OS up, s.")
-    vm_shutdown_s: PositiveFloat = Field(default=10.0, description="VM guest shutdown, s.")
-    vm_boot_iops: NonNegativeFloat = Field(
-        default=17.0, description="IOPS per desktop while booting (2012 paper, table 7: 16-18)."
-    )
-    vm_steady_iops: NonNegativeFloat = Field(
-        default=7.5, description="IOPS per desktop in steady state (2012 paper, table 7: 7-8)."
-    )
-    vm_boot_read_share: NonNegativeFloat = Field(
-        default=0.13, description="Read share of boot IOPS (table 7: 13%)."
-    )
-    vm_steady_read_share: NonNegativeFloat = Field(
-        default=0.002, description="Read share of steady IOPS (table 7: 0.2%)."
-    )
-    vm_read_kb: PositiveFloat = Field(default=32.0, description="VM read size while booting, KB (table 7).")
-    vm_write_kb: PositiveFloat = Field(default=5.0, description="VM write size, KB (table 7).")
-    lun_service_time_ms: PositiveFloat = Field(default=1.5, description="Array LUN I/O service time, ms.")
-
     @model_validator(mode="before")
     @classmethod
     def _merge_partial_phases(cls, data: Any) -> Any:

@@ -30,7 +30,7 @@ from labctl.drivers import typeperf as tp
 from labctl.drivers.pvs import DEVICE_INFO_COMMAND, PvsError, parse_device_info
 from labctl.drivers.redfish import RedfishClient
 from labctl.drivers.ssh import SshTarget
-from labctl.drivers.storage.base import open_storage
+from labctl.drivers.storage import open_storage
 from labctl.drivers.vsphere import HOST_COUNTERS, VM_COUNTERS, VCenterClient
 from labctl.errors import EndpointError, MissingCredentialError
 from labctl.inventory.model import Lab, Machine, Tls, TlsMode

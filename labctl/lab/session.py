@@ -14,14 +14,16 @@ BMC, one vCenter session per vCenter, one storage session per array, all closed 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from labctl.clock import LabClock
 from labctl.drivers.base import Backoff
+from labctl.drivers.ipmi import IpmiClient
 from labctl.drivers.redfish import RedfishClient
 from labctl.drivers.ssh import SshPool, SshTarget
-from labctl.drivers.storage.base import StorageDriver, open_storage
+from labctl.drivers.storage import StorageDriver, open_storage
 from labctl.drivers.vsphere import VCenterClient
 from labctl.drivers.wol import DEFAULT_RELAY_COMMAND, WolSender, WolTarget
 from labctl.errors import EndpointError
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from labctl.lab.power import Power
     from labctl.lab.ready import Readiness
     from labctl.lab.sources import Sources
+    from labctl.lab.strategy import PowerStrategy
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class DriverSettings:
     redfish_timeout_s: float = 15.0
     redfish_backoff: Backoff = field(default_factory=lambda: Backoff(attempts=4, base_s=0.5, max_s=8.0))
     redfish_workers: int = 32  # BMCs handled at once (each BMC has its own max_sessions)
+    ipmi_timeout_s: float = 15.0  # one IPMI request, pyghmi's retransmits included
     vcenter_timeout_s: float = 60.0
     vcenter_page_size: int = 500
     storage_timeout_s: float = 15.0
@@ -86,10 +90,12 @@ class LabSession:
         )
         self._lock = threading.Lock()
         self._redfish: dict[str, RedfishClient] = {}
+        self._ipmi: dict[str, IpmiClient] = {}
         self._vcenters: dict[str, VCenterClient] = {}
         self._storage: dict[str, StorageDriver] = {}
         self._power: Power | None = None
         self._sources: Sources | None = None
+        self._strategy: PowerStrategy | None = None
         self.last_state: dict[str, str] = {}  # machine -> last power state seen (for state-change events)
 
     # --- selection -----------------------------------------------------------------------------
@@ -121,6 +127,19 @@ class LabSession:
                     machine.bmc,
                     timeout_s=self.settings.redfish_timeout_s,
                     backoff=self.settings.redfish_backoff,
+                )
+        return client.open()
+
+    def ipmi(self, machine: Machine) -> IpmiClient:
+        if machine.ipmi is None:
+            raise EndpointError(
+                machine.name, "IPMI", "the inventory gives this machine no ipmi:", "add ipmi: {host: ...}"
+            )
+        with self._lock:
+            client = self._ipmi.get(machine.name)
+            if client is None:
+                client = self._ipmi[machine.name] = IpmiClient(
+                    machine.name, machine.ipmi, timeout_s=self.settings.ipmi_timeout_s
                 )
         return client.open()
 
@@ -183,6 +202,15 @@ class LabSession:
         return self._power
 
     @property
+    def strategy(self) -> PowerStrategy:
+        """Brings machines to off / on / ready and checks it (:mod:`labctl.lab.strategy`)."""
+        if self._strategy is None:
+            from labctl.lab.strategy import PowerStrategy  # it imports power, which imports this module
+
+            self._strategy = PowerStrategy(self)
+        return self._strategy
+
+    @property
     def sources(self) -> Sources:
         if self._sources is None:
             from labctl.lab.sources import Sources
@@ -221,15 +249,18 @@ class LabSession:
 
     # --- lifecycle -----------------------------------------------------------------------------
     def close(self) -> None:
-        """Log out of everything (Redfish sessions, vCenter, arrays) and close SSH connections."""
+        """Log out of everything (Redfish and IPMI sessions, vCenter, arrays) and close SSH connections."""
         with self._lock:
             redfish, self._redfish = list(self._redfish.values()), {}
+            bmcs, self._ipmi = list(self._ipmi.values()), {}
             vcs, self._vcenters = list(self._vcenters.values()), {}
             arrays, self._storage = list(self._storage.values()), {}
         if self._sources is not None:
             self._sources.close()
         for r in redfish:
             r.close()
+        for b in bmcs:
+            b.close()
         for v in vcs:
             v.close()
         for a in arrays:
@@ -250,7 +281,7 @@ def kinds(machines: list[Machine]) -> dict[MachineKind, list[Machine]]:
     return out
 
 
-def by_vcenter(vms: list[Machine]) -> dict[str, list[Machine]]:
+def by_vcenter(vms: Sequence[Machine]) -> dict[str, list[Machine]]:
     """VMs grouped by the vCenter that runs them ("" for none given: the session then says so)."""
     out: dict[str, list[Machine]] = {}
     for m in vms:

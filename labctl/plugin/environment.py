@@ -4,11 +4,17 @@ simulated, and the promise that the clients end in the power state they started 
 For a simulated lab it attaches to a running ``labctl sim up`` of the same file and configuration,
 or starts one for the session (and restarts its own one when a plan asks for another
 configuration, e.g. the HA comparison). Real labs are used as they are.
+
+The end-of-session restore is the lab's strategy (:mod:`labctl.lab.strategy`) returning the
+clients to the snapshot taken when the configuration was first used; it waits unless ``abort`` is
+set (a second interrupt), and then says which clients it left on.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from labctl.clock import LabClock
@@ -17,25 +23,36 @@ from labctl.inventory.load import load_lab
 from labctl.inventory.model import Lab
 from labctl.lab.power import State
 from labctl.lab.session import DriverSettings, LabSession
-from labctl.scenarios.common import ensure_off
+from labctl.lab.strategy import StrategyResult
 
 log = logging.getLogger(__name__)
 
 
 class LabEnvironment:
-    def __init__(self, lab_file: Path | None, base_lab: Lab, *, restore_timeout_s: float = 300.0):
+    def __init__(
+        self,
+        lab_file: Path | None,
+        base_lab: Lab,
+        *,
+        restore_timeout_s: float = 300.0,
+        abort: threading.Event | None = None,
+        say: Callable[[str], None] = lambda _: None,
+    ):
         self.lab_file = lab_file
         self.base_lab = base_lab
         self.restore_timeout_s = restore_timeout_s
+        self.abort = abort or threading.Event()  # a second interrupt: stop waiting for the restore
+        self.say = say  # one-line messages a person must see (what a restore left on)
         self._config: str | None = None
         self._session: LabSession | None = None
         self._sim: object | None = (
             None  # labctl.sim.lab.SimulatedLab (imported lazily: real labs need no sim)
         )
         self._owned_sim = False
-        self._initial_on: dict[str, set[str]] = {}  # configuration -> clients that were on at first use
+        self._snapshots: dict[str, dict[str, State]] = {}  # configuration -> clients' states at first use
         self.versions: dict[str, str] = {}
         self.sim_startups_s: list[float] = []
+        self.last_restore: StrategyResult | None = None
 
     @property
     def configuration(self) -> str | None:
@@ -45,9 +62,12 @@ class LabEnvironment:
     def active(self) -> LabSession | None:
         return self._session
 
+    def default_configuration(self) -> str | None:
+        return self.base_lab.configuration.name if self.base_lab.configuration else None
+
     def session(self, configuration: str | None = None) -> LabSession:
         """The lab session for ``configuration`` (default: the session's), starting what it needs."""
-        cfg = configuration or (self.base_lab.configuration.name if self.base_lab.configuration else None)
+        cfg = configuration or self.default_configuration()
         if self._session is not None and cfg == self._config:
             return self._session
         if self._session is not None:
@@ -59,15 +79,14 @@ class LabEnvironment:
         self._session = LabSession(lab, clock, settings=driver_settings(lab))
         self._config = cfg
         key = cfg or ""
-        if key not in self._initial_on:
-            states = self._session.power.state([m.name for m in lab.clients])
-            self._initial_on[key] = {n for n, s in states.items() if s.state is not State.OFF}
+        if key not in self._snapshots:
+            self._snapshots[key] = self._session.strategy.snapshot(lab.clients)
         if not self.versions:
             self.versions = read_versions(self._session)
         return self._session
 
     def _ensure_sim(self, cfg: str | None) -> LabClock:
-        from labctl.sim.lab import SimNotRunningError, SimulatedLab
+        from labctl.sim.lab import SimNotRunningError, SimulatedLab  # the simulator: only simulated labs
 
         lab_file = (self.lab_file or Path(self.base_lab.source_file)).resolve()
         if self._sim is not None and self._owned_sim:
@@ -106,22 +125,27 @@ class LabEnvironment:
     def _restore(self) -> None:
         """Return the clients to the power state they had when this configuration was first used.
 
-        Bounded by ``restore_timeout_s`` lab seconds; a failure is logged, never raised, because it
-        runs on the way out (teardown, Ctrl-C) where what was measured must still be kept.
-        """
+        Bounded by ``restore_timeout_s`` lab seconds; a failure is logged and said, never raised,
+        because it runs on the way out (teardown, an interrupt) where what was measured is kept."""
         s = self._session
         if s is None:
             return
-        were_on = self._initial_on.get(self._config or "", set())
-        to_off = [m for m in s.lab.clients if m.name not in were_on]
+        snapshot = self._snapshots.get(self._config or "", {})
         try:
-            ensure_off(s, to_off, self.restore_timeout_s)
-            if were_on:
-                s.power.on(sorted(were_on))
-            s.timeline.append("restore", "clients", off=len(to_off), on=len(were_on))
+            res = s.strategy.restore(snapshot, timeout_s=self.restore_timeout_s, stop=self.abort)
         except (LabctlError, OSError) as exc:
             log.warning("could not restore the clients' power state: %s", exc)
             s.timeline.append("restore.failed", "clients", reason=str(exc))
+            self.say(f"restore failed: {exc} (check the clients with `labctl power status clients`)")
+            return
+        self.last_restore = res
+        if not res.ok:
+            left = sorted(res.failed)
+            self.say(
+                f"restore {'abandoned' if res.stopped else 'incomplete'}: {len(left)} client(s) not back "
+                f"to their state before the run: {', '.join(left[:20])}{' ...' if len(left) > 20 else ''} "
+                f"(see `labctl power status clients`; `labctl power off {_selector(left)}`)"
+            )
 
     def close(self) -> None:
         """Restore power, close the session, stop a simulator this environment started."""
@@ -132,11 +156,15 @@ class LabEnvironment:
                 self._session.close()
                 self._session = None
             if self._sim is not None and self._owned_sim:
-                from labctl.sim.lab import SimulatedLab
+                from labctl.sim.lab import SimulatedLab  # the simulator: only simulated labs
 
                 assert isinstance(self._sim, SimulatedLab)
                 self._sim.stop()
             self._sim = None
+
+
+def _selector(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ",".join(names[:5]) + (",..." if len(names) > 5 else "")
 
 
 def driver_settings(lab: Lab) -> DriverSettings:
@@ -149,7 +177,7 @@ def driver_settings(lab: Lab) -> DriverSettings:
 
 def read_versions(session: LabSession) -> dict[str, str]:
     """Firmware and software versions read from the endpoints, for the report's environment."""
-    from labctl.lab.preflight import Preflight
+    from labctl.lab.preflight import Preflight  # only for the report's environment page
 
     versions: dict[str, str] = {}
     try:

@@ -1,67 +1,80 @@
-"""Plan fixtures: parameters and cells from plan files, the lab environment, the cell runner,
-and Allure wiring. Imported into :mod:`labctl.plugin.pytest_plugin` so pytest finds them.
+"""Plan fixtures and hooks: cells from typed plan parameters, checks before anything runs, the lab
+environment, the cell runner, and Allure wiring. Imported into :mod:`labctl.plugin.pytest_plugin`
+so pytest finds them.
 
-A plan test::
+A plan module::
 
-    pytestmark = pytest.mark.plan("boot_storm")
+    class BootStormPlan(BootStormSettings):
+        group_sizes: CellValues[Count]
 
-    def test_boot_storm(group_size, plan_params, lab_env, plan_cell):
-        session = lab_env.session()
-        ...
-        with plan_cell("boot storm", group_size=group_size) as cell:
-            result = run_boot_storm(session, clients, progress=cell.progress)
-            cell.finish(summary, results, expected_clients)
+    pytestmark = pytest.mark.plan("boot_storm", params=BootStormPlan)
 
-Cells: every test argument ``x`` whose plural ``xs`` is a list in the plan's parameters is
-parametrised over it (``group_size`` <- ``group_sizes``), in the order the arguments are declared,
-with readable ids, so ``-k "boot_storm and 50"`` selects a cell.
+    def test_boot_storm(group_size, plan_params, run_cell):
+        cell = run_cell(BootStorm(group_size, plan_params))
+        assert ...  # on cell.summary (typed) or cell.verdict
+
+Cells: every test argument ``x`` whose plural ``xs`` is a list of the plan's parameters is
+parametrised over it (``group_size`` <- ``group_sizes``), with the cell id as the pytest id
+(``test_boot_storm[boot_storm-standalone-050]``; ``-k 5`` selects the group of 5 only, see
+:mod:`labctl.plugin.selection`).
+
+Before the first cell (at collection): the plan's parameters are validated against its model,
+then against the lab (a group larger than the lab's, a configuration without a share), and its
+criteria files are loaded with the lab's names; each problem is one line and the session stops as
+a usage error (``labctl run`` exits 2) before any machine is touched. Then the session takes the
+lab's lease.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-import logging
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
+from labctl.criteria.model import load_criteria
+from labctl.criteria.variables import lab_names
+from labctl.errors import BadInputError, InventoryError
+from labctl.lab.lease import holder_description, lease_resource, open_lease_store
 from labctl.plugin.environment import LabEnvironment
+from labctl.plugin.interrupts import Interrupts
+from labctl.plugin.live import Terminal
+from labctl.plugin.options import session_lab, settings
 from labctl.plugin.plans import PlanParams, load_plan_params
-from labctl.plugin.progress import CellProgress
+from labctl.plugin.runner import CellRun, CellRunner, Interrupted
+from labctl.plugin.selection import CellSpec, cell_spec, deselect
+from labctl.recorder.cell_files import read_cell_summaries
 from labctl.recorder.runfolder import RunFolder
-from labctl.records.samples import Sample
+from labctl.records.run_record import RunInfo
+from labctl.scenarios.base import Scenario
 
-log = logging.getLogger(__name__)
-
-_env_key = pytest.StashKey[LabEnvironment]()
-_allure_dir_key = pytest.StashKey[Path]()
 _param_errors_key = pytest.StashKey[list[str]]()
+_typed_key = pytest.StashKey[dict[tuple[str, str], tuple[PlanParams, Any]]]()
+_cell_names_key = pytest.StashKey[dict[tuple[str, str], list[str]]]()
+_spec_key = pytest.StashKey[CellSpec]()
+_interrupts_key = pytest.StashKey[Interrupts]()
+_terminal_key = pytest.StashKey[Terminal]()
+_lease_key = pytest.StashKey[Any]()
+_runner_key = pytest.StashKey[dict[str, CellRunner]]()
 
-
-def add_options(group: Any) -> None:
-    group.addoption(
-        "--profile", default=None, metavar="NAME", help="plan parameter profile, e.g. quick or full"
-    )
-    group.addoption(
-        "--plan-param",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a plan parameter, e.g. --plan-param group_sizes=25,50 (repeatable)",
-    )
-    group.addoption("--plan-file", default=None, metavar="FILE", help="plan parameter file to use instead")
+CELL_FIXTURES = ("run_cell", "lab_env")  # a test using these touches machines: it needs the lease
 
 
 # --- parameters and cells -----------------------------------------------------------------------
 
 
-def _plan_of(node: Any) -> str | None:
+def plan_marker(node: Any) -> pytest.Mark | None:
     marker = node.get_closest_marker("plan") if hasattr(node, "get_closest_marker") else None
-    return str(marker.args[0]) if marker is not None and marker.args else None
+    return marker if marker is not None and marker.args else None
+
+
+def _plan_of(node: Any) -> str | None:
+    marker = plan_marker(node)
+    return str(marker.args[0]) if marker is not None else None
 
 
 def plan_file_for(test_path: Path, plan: str) -> Path:
@@ -69,48 +82,106 @@ def plan_file_for(test_path: Path, plan: str) -> Path:
     return test_path.parent / f"{plan}.params.yaml"
 
 
-def plan_params_for(config: pytest.Config, test_path: Path, plan: str) -> PlanParams:
+def plan_params_for(
+    config: pytest.Config, test_path: Path, plan: str, model: type[BaseModel] | None = None
+) -> PlanParams:
     explicit = config.getoption("--plan-file")
     path = Path(explicit) if explicit else plan_file_for(test_path, plan)
-    return load_plan_params(path, config.getoption("--profile"), config.getoption("--plan-param"))
+    known = list(model.model_fields) if model is not None else []
+    return load_plan_params(path, config.getoption("--profile"), config.getoption("--plan-param"), known)
 
 
-def _cell_id(name: str, value: Any) -> str:
-    if isinstance(value, list | tuple):
-        return "x".join(str(v) for v in value)
-    return str(value)
+def typed_params(config: pytest.Config, test_path: Path, marker: pytest.Mark) -> tuple[PlanParams, Any]:
+    """The plan's parameters, raw and as its model (``params=`` of the marker; the raw values when
+    the plan declares none), loaded once per plan module. Raises BadInputError, one line each."""
+    plan = str(marker.args[0])
+    cache = config.stash.setdefault(_typed_key, {})
+    key = (str(test_path), plan)
+    if key not in cache:
+        model: type[BaseModel] | None = marker.kwargs.get("params")
+        raw = plan_params_for(config, test_path, plan, model)
+        cache[key] = (raw, raw.typed(model) if model is not None else raw)
+    return cache[key]
+
+
+def _values(typed: Any, name: str) -> list[Any] | None:
+    v = getattr(typed, name, None) if isinstance(typed, BaseModel) else typed.get(name)
+    return list(v) if isinstance(v, list | tuple) else None
+
+
+def _default_configuration(config: pytest.Config) -> str | None:
+    try:
+        lab = session_lab(config)
+    except BadInputError:  # reported once, as a usage error, when collection is done
+        return None
+    return lab.configuration.name if lab.configuration else None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    plan = _plan_of(metafunc.definition)
-    if plan is None:
+    marker = plan_marker(metafunc.definition)
+    if marker is None:
         return
-    from labctl.errors import BadInputError
-
-    if (
-        not metafunc.config.getoption("--plan-file")
-        and not plan_file_for(Path(metafunc.definition.path), plan).exists()
-    ):
+    plan = str(marker.args[0])
+    path = Path(metafunc.definition.path)
+    if not metafunc.config.getoption("--plan-file") and not plan_file_for(path, plan).exists():
         return  # a plan without a parameter file has no cells; `plan_params` says so if asked for
     try:
-        params = plan_params_for(metafunc.config, Path(metafunc.definition.path), plan)
+        _, typed = typed_params(metafunc.config, path, marker)
     except BadInputError as exc:
         # raised here, even a UsageError is a collection error: a traceback and pytest's
-        # "interrupted". Kept for :func:`raise_plan_param_errors` once collection is done.
+        # "interrupted". Kept for the end of collection, where it stops the session cleanly.
         errors = metafunc.config.stash.setdefault(_param_errors_key, [])
-        if str(exc) not in errors:
-            errors.append(str(exc))
+        for line in str(exc).splitlines():
+            if line not in errors:
+                errors.append(line)
         return
-    names = [n for n in metafunc.definition._fixtureinfo.argnames if isinstance(params.get(f"{n}s"), list)]
+    names = [n for n in metafunc.definition._fixtureinfo.argnames if _values(typed, f"{n}s") is not None]
     if not names:
         return
-    lists = [params[f"{n}s"] for n in names]
-    values = list(itertools.product(*lists))
-    ids = ["-".join(_cell_id(n, v) for n, v in zip(names, combo, strict=True)) for combo in values]
+    metafunc.config.stash.setdefault(_cell_names_key, {})[(str(path), metafunc.definition.originalname)] = (
+        names
+    )
+    combos = list(itertools.product(*(_values(typed, f"{n}s") or [] for n in names)))
+    cfg = _default_configuration(metafunc.config)
+    ids = [cell_spec(plan, dict(zip(names, c, strict=True)), cfg).cell_id for c in combos]
     if len(names) == 1:
-        metafunc.parametrize(names[0], [v[0] for v in values], ids=ids)
+        metafunc.parametrize(names[0], [c[0] for c in combos], ids=ids)
     else:
-        metafunc.parametrize(names, values, ids=ids)
+        metafunc.parametrize(names, combos, ids=ids)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> Any:
+    """Each plan cell's spec on its item; ``-k`` with cell numbers matched exactly."""
+    names = config.stash.get(_cell_names_key, {})
+    cfg = _default_configuration(config) if names else None
+    specs: dict[str, CellSpec] = {}
+    seen: dict[str, str] = {}
+    for item in items:
+        plan = _plan_of(item)
+        cell_names = names.get((str(item.path), getattr(item, "originalname", item.name)))
+        callspec = getattr(item, "callspec", None)
+        if plan is None or not cell_names or callspec is None:
+            continue
+        spec = cell_spec(plan, {n: callspec.params[n] for n in cell_names}, cfg)
+        if spec.cell_id in seen and seen[spec.cell_id] != item.nodeid:
+            raise pytest.UsageError(
+                f"two plan cells are both {spec.cell_id}: {seen[spec.cell_id]} and {item.nodeid} "
+                "(give them different parameters or plans)"
+            )
+        seen[spec.cell_id] = item.nodeid
+        item.stash[_spec_key] = spec
+        specs[item.nodeid] = spec
+    keyword = config.option.keyword
+    deselect(items, config, specs)
+    if specs:
+        config.option.keyword = ""  # applied above, with the cell rule; pytest's own would undo it
+    try:
+        return (yield)
+    finally:
+        config.option.keyword = keyword
 
 
 def raise_plan_param_errors(config: pytest.Config) -> None:
@@ -120,13 +191,124 @@ def raise_plan_param_errors(config: pytest.Config) -> None:
         raise pytest.UsageError("\n".join(errors))
 
 
+def check_plans(session: pytest.Session) -> None:
+    """The selected cells' plans against the lab: parameters that do not fit it and criteria files
+    that do not load with its names stop the session before anything is touched."""
+    config = session.config
+    problems: list[str] = []
+    done: set[tuple[str, str]] = set()
+    for item in session.items:
+        marker = plan_marker(item)
+        if marker is None or (str(item.path), str(marker.args[0])) in done:
+            continue
+        done.add((str(item.path), str(marker.args[0])))
+        try:
+            raw, typed = typed_params(config, Path(item.path), marker)
+        except BadInputError:
+            continue  # reported by raise_plan_param_errors
+        spec = item.stash.get(_spec_key, None)
+        configurations = typed.lab_configurations() if hasattr(typed, "lab_configurations") else [None]
+        criteria = [str(c) for c in marker.kwargs.get("criteria", (marker.args[0],))]
+        for cfg in configurations:
+            try:
+                lab = session_lab(config, cfg)
+            except BadInputError as exc:
+                problems.append(f"{raw.source}: {raw.profile}.configurations: {exc}")
+                continue
+            if isinstance(typed, BaseModel) and hasattr(typed, "lab_problems"):
+                problems += [
+                    f"{raw.where(line.split(':', 1)[0])}:{line.split(':', 1)[1]}"
+                    for line in typed.lab_problems(lab)
+                ]
+            names = lab_names(lab).with_vars(spec.params if spec else {})
+            for name in criteria:
+                path = Path(item.path).parent / "criteria" / f"{name}.yaml"
+                if path.exists():
+                    try:
+                        load_criteria(path, names)
+                    except BadInputError as exc:
+                        problems += [p for p in str(exc).splitlines() if p not in problems]
+    if problems:
+        raise pytest.UsageError("\n".join(dict.fromkeys(problems)))
+
+
+def take_lease(session: pytest.Session) -> None:
+    """The lab's lease, when a selected test touches machines (not for --collect-only)."""
+    config = session.config
+    if config.option.collectonly or _lease_key in config.stash:
+        return
+    if not any(f in getattr(item, "fixturenames", ()) for item in session.items for f in CELL_FIXTURES):
+        return
+    lab = session_lab(config)
+    plans = sorted({p for p in (_plan_of(i) for i in session.items) if p})
+    what = f"labctl run {'+'.join(plans) or 'plans'}"
+    store = open_lease_store()
+    try:
+        config.stash[_lease_key] = store.take(
+            lease_resource("lab", lab.name), holder_description(what), wait_s=settings(config).lease_wait_s
+        )
+    except BadInputError as exc:
+        store.close()
+        raise pytest.UsageError(str(exc)) from None
+    config.add_cleanup(store.close)
+
+
+def release_lease(config: pytest.Config) -> None:
+    lease = config.stash.get(_lease_key, None)
+    if lease is not None:
+        del config.stash[_lease_key]
+        lease.release()
+
+
+def lease_of(config: pytest.Config) -> Any:
+    return config.stash.get(_lease_key, None)
+
+
 @pytest.fixture
-def plan_params(request: pytest.FixtureRequest) -> PlanParams:
-    """The resolved parameters of this test's plan (plan file, profile, overrides)."""
-    plan = _plan_of(request.node)
-    if plan is None:
+def plan_params(request: pytest.FixtureRequest) -> Any:
+    """The typed parameters of this test's plan (plan file, profile, overrides)."""
+    marker = plan_marker(request.node)
+    if marker is None:
         pytest.fail("plan_params needs @pytest.mark.plan('<name>') on the test or its module", pytrace=False)
-    return plan_params_for(request.config, Path(request.node.path), plan)
+    try:
+        return typed_params(request.config, Path(request.node.path), marker)[1]
+    except BadInputError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+# --- interrupts and the terminal ------------------------------------------------------------------
+
+
+def terminal(config: pytest.Config) -> Terminal:
+    """The real terminal, past pytest's capture (taken while capture is suspended)."""
+    if _terminal_key not in config.stash:
+        capman = config.pluginmanager.getplugin("capturemanager")
+        suspend = getattr(capman, "global_and_fixture_disabled", None)
+        with suspend() if suspend is not None else contextlib.nullcontext():
+            config.stash[_terminal_key] = Terminal.for_session(capman)
+    return config.stash[_terminal_key]
+
+
+def interrupts_of(config: pytest.Config) -> Interrupts | None:
+    return config.stash.get(_interrupts_key, None)
+
+
+def finish_interrupts(session: pytest.Session) -> None:
+    """An interrupted session ends as interrupted (pytest's exit status 2, ``labctl run`` 130),
+    also when the cell ended it gracefully instead of raising KeyboardInterrupt."""
+    it = session.config.stash.get(_interrupts_key, None)
+    if it is not None and it.requested:
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+
+
+def uninstall_interrupts(config: pytest.Config) -> None:
+    it = config.stash.get(_interrupts_key, None)
+    if it is not None:
+        it.uninstall()
+    t = config.stash.get(_terminal_key, None)
+    if t is not None:
+        t.close()
+        del config.stash[_terminal_key]
 
 
 # --- the lab ------------------------------------------------------------------------------------
@@ -134,261 +316,108 @@ def plan_params(request: pytest.FixtureRequest) -> PlanParams:
 
 @pytest.fixture(scope="session")
 def lab_env(pytestconfig: pytest.Config, lab: Any, run_folder: RunFolder) -> Iterator[LabEnvironment]:
-    """The lab the plans drive (starting the simulated lab if needed); restores power at the end."""
-    from labctl.plugin.pytest_plugin import settings
-
-    env = LabEnvironment(settings(pytestconfig).lab_file, lab)
-    pytestconfig.stash[_env_key] = env
+    """The lab the plans drive (starting the simulated lab if needed); restores power at the end.
+    From here on SIGINT, SIGTERM and SIGHUP stop the cell and restore the lab (see interrupts)."""
+    term = terminal(pytestconfig)
+    interrupts = Interrupts(term.line).install()
+    pytestconfig.stash[_interrupts_key] = interrupts
+    env = LabEnvironment(settings(pytestconfig).lab_file, lab, abort=interrupts.abort, say=term.line)
     try:
         yield env
     finally:
-        env.close()
-        _write_allure_environment(pytestconfig, env)
+        with interrupts.busy():
+            try:
+                env.close()
+            finally:
+                _write_allure_environment(pytestconfig, env)
+
+
+def _runner(config: pytest.Config, plan: str, env: LabEnvironment, run: RunFolder) -> CellRunner:
+    runners = config.stash.setdefault(_runner_key, {})
+    if plan not in runners:
+        it = config.stash[_interrupts_key]
+        runners[plan] = CellRunner(plan, run, env, it, terminal(config), lease=lease_of(config))
+    return runners[plan]
+
+
+@pytest.fixture
+def run_cell(
+    request: pytest.FixtureRequest, lab_env: LabEnvironment, run_folder: RunFolder
+) -> Callable[..., CellRun]:
+    """``run_cell(scenario, configuration=None) -> CellRun``: run one cell with the generic runner
+    (recorder, criteria ``criteria/<scenario name>.yaml``, outputs); it raises the exception that
+    gives the cell its status, so what follows in the test runs for a cell that passed."""
+    plan = _plan_of(request.node) or request.node.name
+    runner = _runner(request.config, plan, lab_env, run_folder)
+    spec = request.node.stash.get(_spec_key, None)
+    plan_dir = Path(request.node.path).parent
+
+    def run(scenario: Scenario, *, configuration: str | None = None) -> CellRun:
+        __tracebackhide__ = True  # the cell's one-line reason is the point, not the runner's frames
+        cfg = configuration or (spec.configuration if spec else None)
+        if spec is not None:
+            cid = spec.cell_id
+        else:
+            params = {**({"configuration": cfg} if cfg else {}), **scenario.parameters()}
+            cid = cell_spec(plan, params, lab_env.default_configuration()).cell_id
+        it = runner.interrupts
+        if it.requested:
+            request.session.shouldstop = it.reason
+            raise Interrupted(f"{cid}: not started: the run was {it.reason}")
+        criteria = plan_dir / "criteria" / f"{scenario.name}.yaml"
+        try:
+            return runner.run(
+                scenario, cell_id=cid, configuration=cfg, criteria=criteria if criteria.exists() else None
+            )
+        except Interrupted:
+            request.session.shouldstop = it.reason  # no further cell starts
+            raise
+
+    return run
+
+
+@pytest.fixture
+def reuse_cell(run_folder: RunFolder) -> Callable[..., Any]:
+    """``reuse_cell(plan, configuration, *params) -> CellSummary | None``: the summary of that cell
+    when it was already measured in this run by its own plan, e.g. the standalone boot-storm cells
+    of ``labctl run 2007`` reused by the HA comparison (its record and Allure result are its own)."""
+    from labctl.recorder.cell_files import cell_id
+
+    def reuse(plan: str, configuration: str, *params: Any) -> Any:
+        summary = read_cell_summaries(run_folder).get(cell_id(plan, configuration, *params))
+        if summary is None or summary.outcome.value == "interrupted":
+            return None
+        return summary
+
+    return reuse
+
+
+def finish_runners(config: pytest.Config, info: RunInfo) -> None:
+    """The run ended: every cell runner's per-run outputs (junit.xml, Allure categories)."""
+    for runner in config.stash.get(_runner_key, {}).values():
+        runner.finish(info)
+
+
+def check_lab_loads(session: pytest.Session) -> None:
+    """Load the lab (a bad inventory is the session's usage error, as its own lines)."""
+    try:
+        session_lab(session.config)
+    except InventoryError as exc:
+        raise pytest.UsageError("bad lab inventory:\n" + "\n".join(str(p) for p in exc.problems)) from None
+    except BadInputError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 # --- Allure -------------------------------------------------------------------------------------
 
 
-def enable_allure(config: pytest.Config, run: RunFolder) -> None:
-    """Send Allure results to ``<run>/allure-results`` unless ``--alluredir`` was given."""
-    if getattr(config.option, "allure_report_dir", None) or _allure_dir_key in config.stash:
-        return
-    import allure_commons
-    from allure_commons.logger import AllureFileLogger
-
-    target = run.path / "allure-results"
-    logger = AllureFileLogger(str(target), False)
-    allure_commons.plugin_manager.register(logger)
-    config.add_cleanup(lambda: allure_commons.plugin_manager.unregister(logger))
-    config.stash[_allure_dir_key] = target
-
-
-def register_allure_listener(session: pytest.Session) -> None:
-    """allure-pytest only listens when --alluredir is given at start; plans always want a report,
-    into a run folder that does not exist yet, so listen here and log once the folder exists."""
-    config = session.config
-    if getattr(config.option, "allure_report_dir", None) or config.pluginmanager.has_plugin(
-        "allure_listener"
-    ):
-        return
-    if not any(_plan_of(item) for item in session.items):
-        return
-    import allure_commons
-    from allure_pytest.listener import AllureListener
-
-    listener = AllureListener(config)
-    config.pluginmanager.register(listener, "allure_listener")
-    allure_commons.plugin_manager.register(listener)
-    config.add_cleanup(lambda: allure_commons.plugin_manager.unregister(listener))
-
-
 def _write_allure_environment(config: pytest.Config, env: LabEnvironment) -> None:
-    target = config.stash.get(_allure_dir_key, None)
-    if target is None:
+    """Allure's environment page: the lab and the firmware / software versions read from it."""
+    runners = config.stash.get(_runner_key, {})
+    if not runners:
         return
-    from labctl.report import allure_helpers as A
+    from labctl.report import allure_helpers as A  # the report layer's file helpers
 
+    target = next(iter(runners.values())).run_folder.path / "allure-results"
     target.mkdir(parents=True, exist_ok=True)
     A.write_environment(target, A.lab_environment(env.base_lab, **env.versions))
-    A.write_categories(target)
-
-
-# --- the cell runner ----------------------------------------------------------------------------
-
-
-@dataclass
-class Cell:
-    """One plan cell in progress: its recorder, its progress line, and how it ends."""
-
-    plan: str
-    scenario: str
-    cell_id: str
-    params: dict[str, Any]
-    run: RunFolder
-    env: LabEnvironment
-    criteria_file: Path | None
-    recorder: Any  # labctl.recorder.Recorder
-    progress: CellProgress
-    extra_vars: dict[str, Any] = field(default_factory=dict)
-    finished: bool = False  # the summary is written
-
-    def record(
-        self, entity: str, metric: str, unit: str, value: float | None, ts: float | None = None
-    ) -> None:
-        """A value the plan measured itself (boot time read at the end, a copy duration), as a
-        ``result`` sample stamped ``ts`` (lab time; give the window's end so criteria see it)."""
-        if value is None:
-            return
-        if ts is None:
-            session = self.env.active
-            ts = session.clock.now() if session is not None else 0.0
-        self.recorder.record_samples([Sample("result", entity, metric, unit, ts, float(value))])
-
-    def finish(
-        self,
-        summary: dict[str, Any],
-        *,
-        window: tuple[float, float],
-        expected: dict[str, list[str]] | None = None,
-        figures: Sequence[tuple[str, Any]] = (),
-    ) -> None:
-        """Write the cell summary, attach evidence, judge the criteria; raise on a failed cell."""
-        from labctl.criteria import evaluate, load_criteria
-        from labctl.criteria.variables import lab_names
-        from labctl.recorder.cells import write_cell_summary
-        from labctl.report import allure_helpers as A
-
-        session = self.env.active
-        assert session is not None
-        self.recorder.stop()
-        summary = {**summary, "metrics": self.recorder.summaries(self.cell_id, window=window)}
-        write_cell_summary(self.run, self.cell_id, summary)
-        self.finished = True
-        A.attach_json(summary, "summary")
-        A.attach_series([x for x in self.recorder.series(cell=self.cell_id) if _attached(x)], "series")
-        for name, fig in figures:
-            A.attach_figure(fig, name)
-        if self.criteria_file is None:
-            return
-        verdict = evaluate(
-            load_criteria(self.criteria_file),
-            self.recorder,
-            cell=self.cell_id,
-            window=window,
-            names=lab_names(session.lab).with_vars(self.extra_vars),
-            expected=expected,
-        )
-        verdict.write(self.run)
-        A.report_verdict(verdict, self.recorder)
-        verdict.raise_for_outcome()
-
-
-# What a cell's Allure "series" attachment holds: what the criteria and the paper's figures use.
-# Everything else (per-NIC bandwidth, loopback, per-client status polls, BMC power, arrays) stays in
-# series.csv: all of it attached made one report of the 2007 set a 100 MB file.
-_ATTACHED_METRICS = frozenset(
-    {"cpu_pct", "memory_used_mb", "nic_sent_util_pct", "disk_queue_len", "disk_iops"}
-)
-
-
-def _attached(series: Any) -> bool:
-    if series.source == "result":
-        return True
-    return (
-        series.source == "typeperf"
-        and series.metric in _ATTACHED_METRICS
-        and "Loopback" not in series.entity
-        and not series.entity.endswith("/_Total")
-    )
-
-
-def _write_partial_summary(cell: Cell, exc: BaseException) -> None:
-    from labctl.recorder.cells import write_cell_summary
-
-    outcome = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
-    try:
-        metrics = cell.recorder.summaries(cell.cell_id)
-        write_cell_summary(
-            cell.run,
-            cell.cell_id,
-            {
-                "plan": cell.plan,
-                "scenario": cell.scenario,
-                **cell.params,
-                "outcome": outcome,
-                "error": f"{type(exc).__name__}: {exc}"[:500],
-                "metrics": metrics,
-            },
-        )
-    except Exception as write_error:  # never hide the original failure
-        log.warning("could not write the partial summary of %s: %s", cell.cell_id, write_error)
-
-
-@pytest.fixture
-def plan_cell(
-    request: pytest.FixtureRequest, lab_env: LabEnvironment, run_folder: RunFolder
-) -> Callable[..., Any]:
-    """``with plan_cell(scenario, configuration=None, interval_s=5, window_s=None, **params) as cell:``
-
-    Labels the Allure test case (epic = plan, feature = scenario, story = cell), starts the
-    recorder on every source the configuration offers, and shows a live progress line.
-    """
-    from labctl.recorder import Recorder
-    from labctl.recorder.cells import cell_id
-    from labctl.report import allure_helpers as A
-
-    plan = _plan_of(request.node) or request.node.name
-    enable_allure(request.config, run_folder)
-
-    @contextmanager
-    def run_cell(
-        scenario: str,
-        *,
-        configuration: str | None = None,
-        interval_s: float = 5.0,
-        window_s: float | None = None,
-        criteria: str | None = None,
-        **params: Any,
-    ) -> Iterator[Cell]:
-        session = lab_env.session(configuration)
-        cfg = lab_env.configuration or "default"
-        cid = cell_id(plan, cfg, *params.values())
-        A.label_cell(plan, scenario, cid, configuration=cfg, **params)
-        criteria_file = Path(request.node.path).parent / "criteria" / f"{criteria or plan}.yaml"
-        rec = Recorder(
-            run_folder,
-            cast("list[Any]", session.sources.for_plan(interval_s=interval_s)),
-            clock=session.clock,
-            interval_s=interval_s,
-            cell=cid,
-        )
-        rec.attach(session.timeline)
-        capman = request.config.pluginmanager.getplugin("capturemanager")
-        progress = CellProgress(
-            cid, window_s, suspend_capture=getattr(capman, "global_and_fixture_disabled", None)
-        )
-        cell = Cell(
-            plan,
-            scenario,
-            cid,
-            dict(params, configuration=cfg),
-            run_folder,
-            lab_env,
-            criteria_file if criteria_file.exists() else None,
-            rec,
-            progress,
-            dict(params),
-        )
-        rec.record("cell.start", cid, plan=plan, scenario=scenario, configuration=cfg, **params)
-        rec.start()
-        try:
-            yield cell
-        except (Exception, KeyboardInterrupt) as exc:
-            if not cell.finished:  # keep what the cell measured before it broke off
-                _write_partial_summary(cell, exc)
-            raise
-        finally:
-            progress.close()
-            rec.stop()
-
-    return run_cell
-
-
-@pytest.fixture
-def reuse_cell(run_folder: RunFolder) -> Callable[..., bool]:
-    """``reuse_cell(scenario_plan, configuration, *params)``: True (and the Allure case says so) when
-    that cell was already measured in this run by its own plan, e.g. the standalone boot storm
-    cells of ``labctl run 2007`` reused by the HA comparison instead of being run twice."""
-    from labctl.recorder.cells import SUMMARY_FILE, cell_dir, cell_id
-    from labctl.report import allure_helpers as A
-
-    def reuse(plan: str, configuration: str, *params: Any) -> bool:
-        cid = cell_id(plan, configuration, *params)
-        path = cell_dir(run_folder, cid) / SUMMARY_FILE
-        if not path.exists():
-            return False
-        A.label_cell("ha_comparison", plan.replace("_", " "), cid, configuration=configuration, reused=True)
-        A.attach_file(path, f"summary of {cid} (measured earlier in this run)")
-        return True
-
-    return reuse

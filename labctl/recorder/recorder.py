@@ -6,13 +6,21 @@
         with rec.cell("boot_storm-standalone-050"):
             ...wake the group, wait out the window...
         s = rec.series(cell="boot_storm-standalone-050", metric="cpu_pct")
+        metrics = rec.summaries("boot_storm-standalone-050", window)   # SeriesSummary per series
 
 - Each source runs in its own thread on a schedule in *lab* time (``clock.sleep``), so a slow or
   hanging source delays nobody else. Samples keep the source's own timestamp.
 - A source's ``read()`` returns a batch (list) of samples, or an iterator for a streaming source
   such as ``typeperf -si 1``: the recorder writes each row as it arrives.
-- A failing source becomes an ``source.error`` event (once per distinct error, then a
-  ``source.recovered`` event with the count) and the others go on.
+- Coverage: every source promises an interval (``interval_s``; the recorder's own when it has
+  none; ``None`` for on-change sources). A series silent for longer than twice its interval is a
+  ``source.gap`` event (once per gap, when the next sample shows it, or at ``stop()`` for a series
+  that never came back), and :meth:`Recorder.summaries` reports its gaps and coverage.
+- Errors are kept per source *and endpoint*: a source that polls several endpoints raises
+  :class:`~labctl.records.samples.PartialRead` (samples of the healthy ones, one error per failed
+  one) or an error with an ``endpoint`` attribute; each failing endpoint is a ``source.error``
+  event naming it (once per distinct error, then ``source.recovered`` with the count) and the
+  samples of the others are written.
 - Every batch is appended to ``series.csv`` / ``events.jsonl`` and flushed, labelled with the
   current ``cell`` so one run folder holds every cell of a plan.
 - ``stop()`` flushes and returns within its deadline even when a source hangs (the stuck source is
@@ -25,6 +33,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -39,8 +48,31 @@ from labctl.recorder.series import (
     event_record,
     run_path,
 )
-from labctl.records.samples import Event, MetricSource, Sample
-from labctl.records.stats import back_to_baseline, baseline, summarize
+from labctl.records.run_record import SeriesSummary, Window
+from labctl.records.samples import Event, MetricSource, PartialRead, Sample
+from labctl.records.series import matches
+from labctl.records.stats import GAP_FACTOR, back_to_baseline, baseline, series_summary
+
+SeriesKey = tuple[str, str, str]  # (source, entity, metric) of a sample: one series across cells
+_UNSET = object()
+
+
+@dataclass(frozen=True)
+class SourceFault:
+    """What one endpoint of one source did wrong during a recording (for a cell's reason)."""
+
+    source: str  # the source's name, e.g. "redfish:power"
+    endpoint: str  # the endpoint that failed ("" when the source did not say)
+    error: str  # the last error, one line, redacted
+    first_ts: float  # lab time of the first failed read
+    last_ts: float  # lab time of the last failed read
+    count: int  # failed reads
+    cell: str  # the cell current at the first failure
+    recovered: bool = False  # a later read of the endpoint succeeded
+
+    def text(self) -> str:
+        where = self.endpoint or self.source
+        return f"{where}: {self.error}" + (f" ({self.count} failed reads)" if self.count > 1 else "")
 
 
 class Redacts(Protocol):
@@ -74,7 +106,8 @@ class Recorder:
         stop_timeout_s: float = 5.0,
     ):
         """``run``: the run folder (a path or a RunFolder). ``interval_s``: lab seconds between
-        reads of a polled source. ``stop_timeout_s``: wall seconds ``stop()`` waits for sources."""
+        reads of a polled source that promises no interval of its own (and the interval its
+        series are held to). ``stop_timeout_s``: wall seconds ``stop()`` waits for sources."""
         if interval_s <= 0:
             raise ValueError("interval_s must be positive")
         self.path: Path = run_path(run)
@@ -91,8 +124,15 @@ class Recorder:
         self._stop = threading.Event()
         self._threads: dict[str, threading.Thread] = {}
         self._unsubscribe: list[Callable[[], Any]] = []
-        self._errors: dict[str, tuple[str, int]] = {}  # source -> (last error, count)
         self._lock = threading.Lock()
+        # (source name, endpoint) -> its error state; one per endpoint, so one failing BMC
+        # neither hides nor is hidden by a healthy one
+        self._faults: dict[tuple[str, str], SourceFault] = {}
+        self._past_faults: list[SourceFault] = []
+        # per series: the interval its source promised, its last sample and when that arrived
+        self._intervals: dict[SeriesKey, float | None] = {}
+        self._last: dict[SeriesKey, tuple[float, float, str]] = {}  # -> (source ts, lab ts got, src)
+        self._log: list[tuple[str, Event]] = []  # every event, with its cell (for the cell runner)
         self._started = False
         self._closed = False
         self.samples_written = 0
@@ -126,7 +166,10 @@ class Recorder:
             return
         detail = self._redactor.obj(dict(event.detail)) if event.detail else {}
         ev = Event(event.lab_ts, event.kind, event.target, detail)
-        self._events.write([event_record(ev, self._cell)])
+        cell = self._cell
+        with self._lock:
+            self._log.append((cell, ev))
+        self._events.write([event_record(ev, cell)])
 
     def record(self, kind: str, target: str = "", **detail: Any) -> None:
         """Append an event stamped with the lab clock now."""
@@ -138,20 +181,124 @@ class Recorder:
         if callable(unsubscribe):
             self._unsubscribe.append(unsubscribe)
 
+    def events(self, *, cell: str | None = None, kind: str | None = None) -> list[Event]:
+        """The events recorded so far (in memory), of ``cell`` and ``kind`` (a pattern such as
+        ``power.*``), in the order they were recorded."""
+        with self._lock:
+            log = list(self._log)
+        return [e for c, e in log if (cell is None or c == cell) and matches(e.kind, kind)]
+
+    def source_faults(
+        self, *, since_ts: float | None = None, until_ts: float | None = None
+    ) -> list[SourceFault]:
+        """Every endpoint that failed to answer its source, past and present, that overlaps the
+        span ``since_ts .. until_ts`` (lab time; either may be open)."""
+        with self._lock:
+            faults = [*self._past_faults, *self._faults.values()]
+        lo = -float("inf") if since_ts is None else since_ts
+        hi = float("inf") if until_ts is None else until_ts
+        return [f for f in faults if f.last_ts >= lo and f.first_ts <= hi]
+
     # --- samples -----------------------------------------------------------------------------
 
     def record_samples(self, samples: Iterable[Sample]) -> int:
-        """Write samples that did not come from a polled source (e.g. boot times read at the end)."""
-        batch = list(samples)
+        """Write samples that did not come from a polled source (e.g. boot times read at the end).
+        Their series promise no interval: no gaps are reported for them."""
+        return self._write(list(samples), None)
+
+    def _write(self, batch: list[Sample], src: MetricSource | None) -> int:
         if self._closed or not batch:
             return 0
         cell = self._cell
         n = self._series.write(cell, batch)
         for s in batch:
             self._store.add(cell, s)
+        if src is not None:
+            self._watch(batch, src)
         with self._lock:
             self.samples_written += n
         return n
+
+    def interval_of(self, source: str, entity: str, metric: str) -> float | None:
+        """The interval the source of a series promised (None: on change, or not from a source)."""
+        return self._intervals.get((source, entity, metric))
+
+    def source_interval(self, src: MetricSource) -> float | None:
+        """``src.interval_s``; the recorder's interval for a source that does not say."""
+        got = getattr(src, "interval_s", _UNSET)
+        if got is _UNSET:
+            return self.interval_s
+        if got is None:
+            return None
+        value = float(got)  # type: ignore[arg-type]  # a source's promise: a number of lab seconds
+        return value if value > 0 else self.interval_s
+
+    def _watch(self, batch: list[Sample], src: MetricSource) -> None:
+        """Note each series' interval and last sample; a silence longer than GAP_FACTOR
+        intervals before this batch is a ``source.gap`` event: one per batch at most (a typeperf
+        row ends the same gap in every counter; a poll of 100 clients may end 100 gaps that began
+        at different times: the event spans the earliest start to the latest end)."""
+        interval = self.source_interval(src)
+        got_ts = self.clock.now()
+        gaps: list[tuple[float, float, SeriesKey]] = []
+        with self._lock:
+            for s in batch:
+                key = (s.source, s.entity, s.metric)
+                self._intervals[key] = interval
+                prev = self._last.get(key)
+                if prev is None or s.source_ts >= prev[0]:
+                    self._last[key] = (s.source_ts, got_ts, src.name)
+                if (
+                    interval is not None
+                    and prev is not None
+                    and s.source_ts - prev[0] > GAP_FACTOR * interval
+                ):
+                    gaps.append((prev[0], s.source_ts, key))
+        if gaps:
+            start, end = min(g[0] for g in gaps), max(g[1] for g in gaps)
+            self._gap_event(src.name, [g[2] for g in gaps], start, end, interval, open_=False)
+
+    def _gap_event(
+        self,
+        source: str,
+        keys: list[SeriesKey],
+        start: float,
+        end: float,
+        interval: float | None,
+        *,
+        open_: bool,
+    ) -> None:
+        entities = sorted({k[1] for k in keys})
+        detail: dict[str, Any] = {
+            "start_ts_s": round(start, 3),
+            "end_ts_s": round(end, 3),
+            "length_s": round(end - start, 3),
+            "interval_s": interval,
+            "series": len(keys),
+        }
+        if len(entities) == 1:
+            detail["entity"] = entities[0]
+        else:
+            detail["entities"] = entities[:20]
+        if open_:
+            detail["open"] = True  # the series had not come back when the recording stopped
+        self.record("source.gap", source, **detail)
+
+    def _open_gaps(self) -> None:
+        """At stop: series of a source whose last sample arrived longer than GAP_FACTOR intervals
+        ago (measured on the lab clock from its arrival, so a device clock that runs behind or
+        ahead does not count as a silence). One event per source."""
+        now = self.clock.now()
+        found: dict[str, list[tuple[float, float, SeriesKey, float | None]]] = {}
+        with self._lock:
+            for key, (ts, got, src) in self._last.items():
+                interval = self._intervals.get(key)
+                if interval is None or now - got <= GAP_FACTOR * interval:
+                    continue
+                found.setdefault(src, []).append((ts, ts + (now - got), key, interval))
+        for src, gaps in found.items():
+            start, end = min(g[0] for g in gaps), max(g[1] for g in gaps)
+            self._gap_event(src, [g[2] for g in gaps], start, end, gaps[0][3], open_=True)
 
     def series(
         self,
@@ -167,18 +314,18 @@ class Recorder:
     def summaries(
         self,
         cell: str,
+        window: Window | tuple[float, float] | None = None,
         *,
-        window: tuple[float | None, float | None] = (None, None),
         source: str | None = None,
-        thresholds: dict[str, float] | None = None,
-    ) -> dict[str, dict[str, Any]]:
-        """``source/entity/metric`` -> :func:`~labctl.records.stats.summarize` of each series
-        of ``cell`` over ``window``: the ``metrics`` of ``cells/<cell>/summary.json``.
-        ``thresholds`` (by metric name) add time above / storm duration."""
+    ) -> dict[str, SeriesSummary]:
+        """``source/entity/metric`` -> :class:`SeriesSummary` of every series of ``cell`` over
+        ``window`` (all of the cell when None), with the interval its source promised, its gaps
+        and its coverage of the window: the ``metrics`` of ``cells/<cell>/summary.json``."""
+        span = window.as_tuple() if isinstance(window, Window) else (tuple(window) if window else None)
         out = {}
         for s in self.series(cell=cell, source=source):
-            w = s.window(*window)
-            out[s.key] = summarize(w, (thresholds or {}).get(s.metric))
+            interval = self.interval_of(s.source, s.entity, s.metric)
+            out[s.key] = series_summary(s, window=span, interval_s=interval)  # type: ignore[arg-type]
         return out
 
     def sample_once(self) -> int:
@@ -191,7 +338,13 @@ class Recorder:
         if self._started:
             return self
         self._started = True
-        self.record("recorder.start", "", interval_s=self.interval_s, sources=[s.name for s in self.sources])
+        self.record(
+            "recorder.start",
+            "",
+            interval_s=self.interval_s,
+            sources=[s.name for s in self.sources],
+            intervals_s={s.name: self.source_interval(s) for s in self.sources},
+        )
         for src in self.sources:
             t = threading.Thread(target=self._run_source, args=(src,), name=f"rec-{src.name}", daemon=True)
             self._threads[src.name] = t
@@ -199,7 +352,8 @@ class Recorder:
         return self
 
     def stop(self) -> None:
-        """Stop sampling, flush and close the files. Returns within ``stop_timeout_s`` (wall)."""
+        """Stop sampling, report series that went silent, flush and close the files. Returns
+        within ``stop_timeout_s`` (wall)."""
         if self._closed:
             return
         self._stop.set()
@@ -209,7 +363,9 @@ class Recorder:
                 try:
                     close()
                 except Exception as exc:  # a source that fails to close must not stop the others
-                    self.record("source.error", src.name, action="close", error=self._err(exc))
+                    self.record(
+                        "source.error", src.name, source=src.name, action="close", error=self._err(exc)
+                    )
         deadline = time.monotonic() + self.stop_timeout_s
         stuck = []
         for name, t in self._threads.items():
@@ -221,6 +377,7 @@ class Recorder:
         for unsubscribe in self._unsubscribe:
             with contextlib.suppress(Exception):
                 unsubscribe()
+        self._open_gaps()
         self.record("recorder.stop", "", samples=self.samples_written)
         self._closed = True
         self._series.close()
@@ -279,20 +436,72 @@ class Recorder:
 
     # --- internals ---------------------------------------------------------------------------
 
-    def _err(self, exc: BaseException) -> str:
-        return self._redactor.text(f"{type(exc).__name__}: {exc}")
+    def _err(self, exc: BaseException | str) -> str:
+        text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+        lines = self._redactor.text(str(text)).strip().splitlines()
+        return lines[0] if lines else type(exc).__name__
 
-    def _note_error(self, src: MetricSource, exc: BaseException) -> None:
+    def _note_error(self, src: MetricSource, endpoint: str, exc: BaseException | str) -> None:
         msg = self._err(exc)
-        last, count = self._errors.get(src.name, ("", 0))
-        self._errors[src.name] = (msg, count + 1)
-        if msg != last:
-            self.record("source.error", src.name, action="read", error=msg)
+        now = self.clock.now()
+        key = (src.name, endpoint)
+        with self._lock:
+            fault = self._faults.get(key)
+            if fault is None:
+                self._faults[key] = SourceFault(src.name, endpoint, msg, now, now, 1, self._cell)
+                new = True
+            else:
+                self._faults[key] = SourceFault(
+                    src.name, endpoint, msg, fault.first_ts, now, fault.count + 1, fault.cell
+                )
+                new = msg != fault.error
+        if new:
+            self.record(
+                "source.error",
+                endpoint or src.name,
+                source=src.name,
+                endpoint=endpoint,
+                action="read",
+                error=msg,
+            )
 
-    def _note_ok(self, src: MetricSource) -> None:
-        if src.name in self._errors:
-            _, count = self._errors.pop(src.name)
-            self.record("source.recovered", src.name, failed_reads=count)
+    def _note_ok(self, src: MetricSource, failed: Iterable[str] = ()) -> None:
+        """A read of ``src`` succeeded for every endpoint but those in ``failed``."""
+        still = set(failed)
+        with self._lock:
+            back = [k for k in self._faults if k[0] == src.name and k[1] not in still]
+            recovered = []
+            for k in back:
+                f = self._faults.pop(k)
+                done = SourceFault(
+                    f.source, f.endpoint, f.error, f.first_ts, f.last_ts, f.count, f.cell, True
+                )
+                self._past_faults.append(done)
+                recovered.append(done)
+        for f in recovered:
+            self.record(
+                "source.recovered",
+                f.endpoint or f.source,
+                source=f.source,
+                endpoint=f.endpoint,
+                failed_reads=f.count,
+            )
+
+    def _failed(self, src: MetricSource, exc: BaseException) -> list[str]:
+        """Record the endpoint errors in ``exc``; returns the endpoints that failed."""
+        if isinstance(exc, PartialRead):
+            for endpoint, err in exc.errors.items():
+                self._note_error(src, str(endpoint), err)
+            return [str(e) for e in exc.errors]
+        if isinstance(exc, BaseExceptionGroup):
+            out: list[str] = []
+            for sub in exc.exceptions:
+                out += self._failed(src, sub)
+            return out
+        named = getattr(exc, "endpoint", None)
+        endpoint = str(named) if named else ""
+        self._note_error(src, endpoint, exc)
+        return [endpoint]
 
     def _poll(self, src: MetricSource) -> int:
         written = 0
@@ -301,9 +510,15 @@ class Recorder:
             if _is_stream(got):
                 written = self._consume(src, got)  # type: ignore[arg-type]
             else:
-                written = self.record_samples([s for s in got if isinstance(s, Sample)])
+                written = self._write([s for s in got if isinstance(s, Sample)], src)
+        except PartialRead as exc:
+            written += self._write([s for s in exc.samples if isinstance(s, Sample)], src)
+            self._note_ok(src, self._failed(src, exc))
+            return written
         except Exception as exc:
-            self._note_error(src, exc)
+            failed = self._failed(src, exc)
+            if "" not in failed:  # only named endpoints failed: the others answered
+                self._note_ok(src, failed)
             return written
         self._note_ok(src)
         return written
@@ -318,16 +533,16 @@ class Recorder:
                 if not batch:
                     continue
                 if pending and batch[0].source_ts != pending[-1].source_ts:
-                    written += self.record_samples(pending)
+                    written += self._write(pending, src)
                     pending = []
                 pending.extend(batch)
                 if not isinstance(item, Sample):  # the source handed a whole row
-                    written += self.record_samples(pending)
+                    written += self._write(pending, src)
                     pending = []
                 if self._stop.is_set():
                     break
         finally:
-            written += self.record_samples(pending)
+            written += self._write(pending, src)
             close = getattr(stream, "close", None)
             if callable(close):
                 with contextlib.suppress(Exception):
@@ -335,12 +550,13 @@ class Recorder:
         return written
 
     def _run_source(self, src: MetricSource) -> None:
+        period = self.source_interval(src) or self.interval_s  # an on-change source is polled at ours
         next_t = self.clock.now()
         while not self._stop.is_set():
             self._poll(src)
-            next_t += self.interval_s
+            next_t += period
             now = self.clock.now()
             while next_t <= now:  # fell behind (slow source): skip the missed ticks
-                next_t += self.interval_s
+                next_t += period
             if not self.clock.sleep(next_t - now, self._stop):
                 break

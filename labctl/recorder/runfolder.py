@@ -2,117 +2,83 @@
 
     run = RunFolder.create(Path("results"), lab, plan="boot_storm", params={"group_sizes": [1, 5]})
     run.write_json("notes.json", {...})          # redacted, atomic
-    run.finish("passed")
+    run.finish(RunOutcome.PASSED)
 
-At creation the folder gets ``run.json`` (what ran, on what, from which code; ``outcome: running``)
-and ``inventory.resolved.yaml`` (the lab as resolved: every machine expanded, secrets redacted).
-``finish()`` rewrites ``run.json`` with the end time and the outcome, so a run that died shows
-``running`` and its start, and everything written meanwhile is still there. Field meanings are in
-``results/README.md``. Every file is written to a temporary name and renamed into place, so a
-reader never sees half a file.
+At creation the folder gets ``run.json`` (a :class:`~labctl.records.run_record.RunInfo`: what ran,
+on what, from which code; ``outcome: running``) and ``inventory.resolved.yaml`` (the lab as
+resolved: every machine expanded, secrets redacted). :meth:`RunFolder.finish` rewrites ``run.json``
+with the end and the outcome, so a run that died shows ``running`` and its start, and everything
+written meanwhile is still there. ``run.json`` is written by this class only; the cell files by the
+run-folder sink (:mod:`labctl.recorder.sinks`). Field meanings are in ``results/README.md``
+(generated from the models). Every file is written to a temporary name and renamed into place, so
+a reader never sees half a file.
+
+:meth:`RunFolder.open` and :func:`read_run_info` read ``run.json`` back through the model, also the
+format-1 ``run.json`` of older runs.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import os
+import logging
 import re
 import secrets
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from labctl import __version__
 from labctl.clock import LabClock
 from labctl.inventory.model import Lab
+from labctl.recorder.atomic import atomic_write_text, json_text
 from labctl.recorder.redact import Redactor
+from labctl.recorder.series import run_path
+from labctl.records.run_record import RunInfo, RunOutcome, Stamp
 from labctl.records.series import iso_utc
+
+log = logging.getLogger(__name__)
 
 RUN_FILE = "run.json"
 RESOLVED_INVENTORY_FILE = "inventory.resolved.yaml"
-FORMAT_VERSION = 1
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+# The run's outcome under its former name (the plugin imports it so); the values are the same.
+Outcome = RunOutcome
+
+__all__ = [
+    "RESOLVED_INVENTORY_FILE",
+    "RUN_FILE",
+    "BadRunFolder",
+    "Outcome",
+    "RunFolder",
+    "RunInfo",
+    "RunOutcome",
+    "Stamp",
+    "atomic_write_text",
+    "read_run_info",
+    "stamp_now",
+]
 
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9_]+")
 
 
-class Outcome(StrEnum):
-    RUNNING = "running"
-    PASSED = "passed"
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
-    ERROR = "error"  # the run itself broke (not a failed check): a crash, a usage error
-
-
-@dataclass(frozen=True)
-class Stamp:
-    """One moment, on the wall clock and on the lab's clock (they differ on a scaled, simulated lab)."""
-
-    wall_utc: str  # ISO 8601, e.g. 2026-11-21T05:30:12.345Z
-    lab_time: str  # ISO 8601 of the lab clock
-    lab_ts: float  # the lab clock in seconds since the Unix epoch (what samples are stamped with)
-
-    @classmethod
-    def now(cls, clock: LabClock) -> Stamp:
-        lab_ts = clock.now()
-        # iso_utc rounds to the millisecond as lab_ts does: the two always name the same instant
-        return cls(wall_utc=iso(time.time()), lab_time=iso_utc(lab_ts), lab_ts=round(lab_ts, 3))
-
-
-@dataclass
-class RunInfo:
-    """The content of ``run.json``."""
-
-    run_id: str
-    plan: str
-    parameters: dict[str, Any]
-    lab: str
-    configuration: str | None
-    inventory_file: str
-    inventory_sha256: str
-    simulated: bool
-    time_scale: float
-    labctl_version: str
-    git_commit: str | None
-    git_dirty: bool | None
-    host: str
-    python: str
-    started: Stamp
-    ended: Stamp | None = None
-    duration_s: float | None = None  # wall seconds
-    outcome: Outcome = Outcome.RUNNING
-    extra: dict[str, Any] = field(default_factory=dict)  # what other writers add (annotate())
-    format: int = FORMAT_VERSION
+def stamp_now(clock: LabClock) -> Stamp:
+    """Now, on the wall clock and on the lab's clock."""
+    lab_ts = clock.now()
+    # iso_utc rounds to the millisecond as lab_ts does: the two always name the same instant
+    return Stamp(wall_utc=iso(time.time()), lab_time=iso_utc(lab_ts), lab_ts=round(lab_ts, 3))
 
 
 def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def atomic_write_text(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 @functools.cache
@@ -157,7 +123,7 @@ class RunFolder:
 
     @property
     def finished(self) -> bool:
-        return self.info.outcome is not Outcome.RUNNING
+        return self.info.outcome is not RunOutcome.RUNNING
 
     @classmethod
     def create(
@@ -203,7 +169,7 @@ class RunFolder:
             git_dirty=dirty,
             host=socket.gethostname(),
             python=sys.version.split()[0],
-            started=Stamp.now(clock),
+            started=stamp_now(clock),
         )
         run = cls(path, info, redactor, clock)
         run._write_info()
@@ -212,12 +178,10 @@ class RunFolder:
 
     @classmethod
     def open(cls, path: Path, redactor: Redactor | None = None) -> RunFolder:
-        """An existing run folder (for reports and comparisons); raises FileNotFoundError."""
-        data = json.loads((Path(path) / RUN_FILE).read_text())
-        data["started"] = Stamp(**data["started"])
-        data["ended"] = Stamp(**data["ended"]) if data.get("ended") else None
-        data["outcome"] = Outcome(data["outcome"])
-        info = RunInfo(**{k: v for k, v in data.items() if k in RunInfo.__dataclass_fields__})
+        """An existing run folder (for reports and comparisons), also one of format 1 or one whose
+        process died. Raises FileNotFoundError without a ``run.json``, BadRunFolder when it does
+        not read as one."""
+        info = _read_info(Path(path) / RUN_FILE)
         return cls(Path(path), info, redactor or Redactor(), LabClock(scale=info.time_scale))
 
     # --- writing ---------------------------------------------------------------------------------
@@ -238,28 +202,92 @@ class RunFolder:
 
     def set_parameters(self, params: dict[str, Any]) -> None:
         """Merge plan parameters that became known after the start (e.g. from a plan file)."""
-        self.info.parameters.update(params)
+        self.info.parameters = {**self.info.parameters, **params}
         self._write_info()
 
     def annotate(self, **extra: Any) -> None:
         """Add fields under ``extra`` in run.json (e.g. firmware versions read from the endpoints)."""
-        self.info.extra.update(extra)
+        self.info.extra = {**self.info.extra, **extra}
         self._write_info()
 
-    def finish(self, outcome: Outcome | str) -> None:
-        """Record the end and the outcome. A second call does nothing: the first outcome stands."""
-        if self.finished:
-            return
-        self.info.ended = Stamp.now(self.clock)
-        self.info.duration_s = round(_wall_seconds(self.info.started, self.info.ended), 3)
-        self.info.outcome = Outcome(outcome)
+    def add_cell(self, cell: str) -> None:
+        """Note a cell that ended (``cells`` in run.json, in the order they ran)."""
+        if cell not in self.info.cells:
+            self.info.cells = [*self.info.cells, cell]
+            self._write_info()
+
+    def set_lease(self, lease: str | None) -> None:
+        """The lease the run holds on the lab (``lab:sim-2007``), for whoever finds the folder."""
+        self.info.lease = lease
         self._write_info()
+
+    def finish(self, outcome: RunOutcome | str, reason: str = "") -> RunInfo:
+        """Record the end, the outcome and its one-line reason. A second call changes nothing:
+        the first outcome stands. Returns the final :class:`RunInfo` (for the sinks)."""
+        if self.finished:
+            return self.info
+        outcome = RunOutcome(outcome)  # ValueError for an unknown outcome, before anything is written
+        ended = stamp_now(self.clock)
+        self.info = self.info.model_copy(
+            update={
+                "ended": ended,
+                "duration_s": round(_wall_seconds(self.info.started, ended), 3),
+                "outcome": outcome,
+                "reason": self.redactor.text(reason.strip().splitlines()[0] if reason.strip() else ""),
+            }
+        )
+        self._write_info()
+        return self.info
+
+    def set_info(self, info: RunInfo) -> None:
+        """Replace ``run.json`` with ``info`` (the final one the sinks are handed), unless it is
+        another run's."""
+        if info.run_id != self.info.run_id:
+            raise ValueError(f"run.json of {info.run_id} handed to the run folder of {self.info.run_id}")
+        if info != self.info:
+            self.info = info
+            self._write_info()
 
     def _write_info(self) -> None:
-        self.write_json(RUN_FILE, asdict(self.info))
+        self.write_text(RUN_FILE, json_text(self.redactor.obj(self.info.model_dump(mode="json"))))
 
     def __repr__(self) -> str:
         return f"RunFolder({str(self.path)!r}, outcome={self.info.outcome.value})"
+
+
+class BadRunFolder(ValueError):
+    """A ``run.json`` that is not one; the message names the file and what is wrong."""
+
+
+def _read_info(path: Path) -> RunInfo:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise BadRunFolder(f"{path}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise BadRunFolder(f"{path}: not a JSON object")
+    if data.get("format", 1) < 2:
+        # format 1 had the same fields less reason/cells/lease; keep what the model knows
+        data = {k: v for k, v in data.items() if k in RunInfo.model_fields}
+    try:
+        return RunInfo.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "-"
+        raise BadRunFolder(f"{path}: {where}: {err['msg']} (not a run.json labctl wrote?)") from None
+
+
+def read_run_info(run: Any) -> RunInfo | None:
+    """``run.json`` of a run folder (a path or a RunFolder) through the model; None when the
+    folder has none or it does not read (logged), so a torn folder still lists and reports."""
+    path = run_path(run) / RUN_FILE
+    try:
+        return _read_info(path)
+    except FileNotFoundError:
+        return None
+    except (OSError, BadRunFolder) as exc:
+        log.warning("%s", exc)
+        return None
 
 
 def _wall_seconds(start: Stamp, end: Stamp) -> float:

@@ -225,6 +225,13 @@ class ClientOutcome(Record):
     detail: str = Field("", description="one line: what was last seen, or why it failed")
 
 
+def result_fields() -> tuple[str, ...]:
+    """The per-machine figures of :class:`ClientOutcome` a criterion can judge (``select:
+    {result: boot_time_s}``): its numeric fields, in declaration order."""
+    numeric = (float | None, int | None, float, int)
+    return tuple(n for n, f in ClientOutcome.model_fields.items() if f.annotation in numeric)
+
+
 class GroupAction(Record):
     """One burst of a power action over a group: how simultaneous "simultaneous" really was."""
 
@@ -333,7 +340,7 @@ class EntityValue(Record):
     """One entity's judged value within a criterion."""
 
     entity: str = Field(description="e.g. a client, a NIC, a volume")
-    value: float = Field(description="the statistic of its series in the window")
+    value: float = Field(description="the statistic of its series in the window, or the machine's result")
     outcome: Outcome = Field(description="its own judgement")
     first_crossing_ts: float | None = Field(None, description="when it first left the pass band")
     samples: int = Field(description="samples judged")
@@ -342,11 +349,11 @@ class EntityValue(Record):
 class SeriesRef(Record):
     """Where a criterion's evidence is in the run folder."""
 
-    file: str = Field(description="`series.csv`, or `summary.json` for per-machine results")
+    file: str = Field(description="`series.csv`, or `summary.json` for per-machine results (its `clients`)")
     cell: str = Field(description="the cell")
-    source: str = Field(description="source of the series (or `result`)")
-    entity: str = Field(description="entity")
-    metric: str = Field(description="metric")
+    source: str = Field(description="source of the series (`clients` for per-machine results)")
+    entity: str = Field(description="entity (the role for per-machine results, `*` for all)")
+    metric: str = Field(description="metric (the result, e.g. `boot_time_s`, for per-machine results)")
 
 
 class CriterionVerdict(Record):
@@ -366,9 +373,14 @@ class CriterionVerdict(Record):
     threshold: float | None = Field(None, description="for `time_above` / `storm_duration`")
     first_crossing_ts: float | None = Field(None, description="when the series first left the pass band")
     window: Window | None = Field(None, description="the span judged")
-    coverage: float | None = Field(None, description="lowest coverage of the judged series (0..1)")
+    coverage: float | None = Field(
+        None, description="lowest coverage of the judged series in the window (0..1; null: not held to one)"
+    )
     entities: list[EntityValue] = Field(default_factory=list, description="per entity")
-    missing: list[str] = Field(default_factory=list, description="expected entities with no data")
+    missing: list[str] = Field(
+        default_factory=list,
+        description="machines of the role without the value (a `lab_fault`), or series without a sample in the window",
+    )
     series: list[SeriesRef] = Field(default_factory=list, description="where the evidence is")
     message: str = Field("", description="the one-line explanation shown in reports")
 
@@ -378,7 +390,9 @@ class CellVerdict(Record):
 
     format: int = Field(FORMAT_VERSION, description="version of the run folder layout")
     cell: str = Field(description="the cell id")
-    outcome: Outcome = Field(description="the worst criterion's outcome")
+    outcome: Outcome = Field(
+        description="the worst criterion's outcome (a `no_data` of a criterion not `required` does not count)"
+    )
     criteria: list[CriterionVerdict] = Field(default_factory=list, description="one per criterion")
 
     def of(self, outcome: Outcome) -> list[CriterionVerdict]:

@@ -16,6 +16,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from labctl.records.run_record import Gap, SeriesSummary
 from labctl.records.series import Series
 
 
@@ -178,21 +179,24 @@ def back_to_baseline(
 
 
 def summarize(s: Series, threshold: float | None = None) -> dict[str, Any]:
-    """The summary written for every series of a cell (``cells/<id>/summary.json`` ``metrics``)."""
+    """The numbers of :func:`series_summary` as a plain dict (the format-1 cell summary's
+    ``metrics``), with time above / storm duration for a ``threshold``."""
     if len(s) == 0:
         return {"unit": s.unit, "samples": 0}
-    out: dict[str, Any] = {
-        "unit": s.unit,
-        "samples": len(s),
-        "start_ts_s": s.ts[0],
-        "end_ts_s": s.ts[-1],
-        "peak": peak(s),
-        "peak_ts_s": peak_ts(s),
-        "mean": mean(s),
-        "p95": p95(s),
-        "min": minimum(s),
-        "last": last(s),
-    }
+    out: dict[str, Any] = series_summary(s).model_dump(
+        include={
+            "unit",
+            "samples",
+            "start_ts_s",
+            "end_ts_s",
+            "peak",
+            "peak_ts_s",
+            "mean",
+            "p95",
+            "min",
+            "last",
+        }
+    )
     if threshold is not None:
         span = storm_span(s, threshold)
         out["threshold"] = threshold
@@ -252,3 +256,54 @@ def coverage(
         return 1.0 if any(start <= t <= end for t in s.ts) else 0.0
     quiet = math.fsum(g.duration_s for g in silences(s, interval_s, window, factor=factor))
     return max(0.0, 1.0 - quiet / span)
+
+
+def series_summary(
+    s: Series,
+    *,
+    window: tuple[float, float] | None = None,
+    interval_s: float | None = None,
+) -> SeriesSummary:
+    """The numbers of one series over ``window`` (all of it when None), as every reader shows them:
+    the cell summary's ``metrics``, the criteria, the figures page and ``labctl compare`` all take
+    them from here, over the same span.
+
+    ``interval_s`` is the interval the series' source promised: silences longer than
+    :data:`GAP_FACTOR` times it (from the window's start to the first sample, between samples,
+    from the last sample to the window's end) are its ``gaps``, and ``coverage`` is the share of
+    the window outside them. ``None``: an on-change source, no gaps and no coverage.
+    """
+    w = s.window(*window) if window is not None else s
+    gaps: list[Silence] = []
+    cover: float | None = None
+    if interval_s is not None and interval_s > 0:
+        span = window if window is not None else ((w.ts[0], w.ts[-1]) if len(w) else None)
+        if span is not None:
+            gaps = silences(s, interval_s, span)
+            cover = coverage(s, interval_s, span)
+        else:
+            cover = 0.0  # no window and no sample: nothing is covered
+    out = SeriesSummary(
+        source=s.source,
+        entity=s.entity,
+        metric=s.metric,
+        unit=s.unit,
+        samples=len(w),
+        expected_interval_s=interval_s,
+        coverage=cover,
+        gaps=[Gap(start_ts_s=g.start_ts, end_ts_s=g.end_ts) for g in gaps],
+    )
+    if len(w):
+        out = out.model_copy(
+            update={
+                "start_ts_s": w.ts[0],
+                "end_ts_s": w.ts[-1],
+                "peak": peak(w),
+                "peak_ts_s": peak_ts(w),
+                "mean": mean(w),
+                "p95": p95(w),
+                "min": minimum(w),
+                "last": last(w),
+            }
+        )
+    return out

@@ -26,8 +26,6 @@ into the Allure results folder (``results/<run>/allure-results``).
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import allure
 
+from labctl.recorder.sinks import allure as allure_sink
 from labctl.report import charts
 
 if TYPE_CHECKING:
@@ -49,49 +48,10 @@ CATEGORIES_FILE = "categories.json"
 
 step = allure.step
 
-# Allure 2 categories.json entries; Allure 3 takes the same rules in its config (see
-# labctl.report.allure_build). First match wins. `[\s\S]*` (not `.*`) so that multi-line messages
-# match in both Java (whole-string match) and JavaScript (search).
-CATEGORIES: list[dict[str, Any]] = [
-    {
-        "name": "Threshold failures",
-        "description": "The lab worked; a measured value is outside its band (labctl ThresholdFailure).",
-        "matchedStatuses": ["failed"],
-        "messageRegex": r"[\s\S]*ThresholdFailure[\s\S]*",
-    },
-    {
-        "name": "Lab faults",
-        "description": "The lab did not do what the plan needs, e.g. a client never booted (labctl *Fault).",
-        "matchedStatuses": ["failed", "broken"],
-        "messageRegex": r"[\s\S]*\w*Fault\b[\s\S]*",
-    },
-    {
-        "name": "Missing data",
-        "description": "A criterion had nothing to judge: its metric was not recorded (labctl NoDataError).",
-        "matchedStatuses": ["failed", "broken"],
-        "messageRegex": r"[\s\S]*NoDataError[\s\S]*",
-    },
-    {
-        "name": "Infrastructure errors",
-        "description": "An endpoint, the network, the simulator or a credential failed (labctl errors).",
-        "matchedStatuses": ["broken", "failed"],
-        "messageRegex": (
-            r"[\s\S]*(labctl\.errors\.\w+|Endpoint(Error|Timeout)|MissingCredentialError|ConnectionError"
-            r"|ConnectionRefusedError|TimeoutError|socket\.timeout|SSHException|OSError)[\s\S]*"
-        ),
-    },
-    {
-        "name": "Interrupted",
-        "description": "The run was stopped (Ctrl-C).",
-        "matchedStatuses": ["broken", "failed", "skipped"],
-        "messageRegex": r"[\s\S]*(KeyboardInterrupt|[Ii]nterrupted)[\s\S]*",
-    },
-    {
-        "name": "Test defects",
-        "description": "Any other error: a bug in the plan or in labctl.",
-        "matchedStatuses": ["broken"],
-    },
-]
+# The categories and the series CSV live with the Allure sink now (labctl.recorder.sinks.allure);
+# these names stay until the report's callers use the sink.
+CATEGORIES = allure_sink.CATEGORIES
+series_csv = allure_sink.series_csv
 
 
 # --- labels, parameters ----------------------------------------------------------------------
@@ -147,19 +107,6 @@ def attach_file(path: str | Path, name: str | None = None) -> None:
         ".html": allure.attachment_type.HTML,
     }
     allure.attach.file(str(p), name=name or p.name, attachment_type=kinds.get(p.suffix.lower()))
-
-
-def series_csv(series: Sequence[Series]) -> str:
-    """Series in the columns of ``series.csv`` (one file format for readers)."""
-    from labctl.recorder.series import SERIES_COLUMNS, csv_row
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(SERIES_COLUMNS)
-    for s in series:
-        for t, v in zip(s.ts, s.values, strict=True):
-            w.writerow(csv_row(s.cell, s.source, s.entity, s.metric, s.unit, t, v))
-    return buf.getvalue()
 
 
 def attach_series(series: Sequence[Series], name: str = "series") -> None:
@@ -319,9 +266,5 @@ def lab_environment(lab: Any, **versions: Any) -> dict[str, Any]:
 
 
 def write_categories(results_dir: str | Path, extra: Sequence[Mapping[str, Any]] = ()) -> Path:
-    """``categories.json`` (Allure 2 format): threshold failures, lab faults, missing data,
-    infrastructure errors, interrupted, test defects. ``extra`` rules go first."""
-    path = Path(results_dir) / CATEGORIES_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([*extra, *CATEGORIES], indent=2) + "\n", encoding="utf-8")
-    return path
+    """``categories.json`` (Allure 2 format): see :data:`CATEGORIES`. ``extra`` rules go first."""
+    return allure_sink.write_categories(results_dir, [dict(e) for e in extra])

@@ -1,218 +1,519 @@
-"""Compare a run with a baseline run, cell by cell, with tolerances (nightly regression).
+"""A fair comparison of a run with its baseline: a regression is a change outside the run-to-run
+noise AND in the bad direction; a lab fault is reported as such, never as a regression.
 
-    result = compare_runs(Path("results/<tonight>"), Path("results/<baseline>"))
-    print(result.text())
-    sys.exit(1 if result.regressed else 0)
+    result = compare(run_figures, [baseline_figures, ...], history=store.figure_history(...))
+    print(result.text()); sys.exit(result.exit_code)
 
-What is compared, per cell present in both runs (for every quantity here, higher is worse):
+Per cell present in the run and the baseline, per key figure of the cell (see
+:mod:`labctl.records.figures`: boot time, retries, copy time, never-booted machines; peaks and
+means of the server counters over the criteria window):
 
-- from ``cells/<id>/summary.json``: boot time per client (mean and max), retries per client
-  (mean and max), copy time (mean), clients that never booted;
-- from ``series.csv``: peak and mean of the server counters (CPU, used memory, NIC utilisation,
-  disk queue) per entity over the cell;
-- from ``cells/<id>/verdicts.json``: the cell's verdict (pass < marginal < no_data < fail <
-  lab_fault): a worse verdict is a regression.
+1. **Lab faults first.** A run cell that is ``lab_fault``, ``no_data``, ``interrupted`` or
+   ``error`` measured the lab, not the product: the cell is ``lab_fault`` and its figures are not
+   judged. Baseline runs whose cell was such are left out; with none left the cell is ``lab_fault``.
+2. **Reference** = the mean of the baseline runs' values (one run or several).
+3. **Noise** (:mod:`labctl.report.noise`): a per-kind prior, pooled with the spread of the baseline
+   runs, or, given a history of earlier runs, with the spread inside the history's stretches
+   between change points (E-divisive, :mod:`labctl.report.edivisive`), so a past step does not
+   count as noise. Tolerance = ``t(1 - ALPHA, df) * sd * sqrt(1 + 1/n)``, a one-sided Student-t
+   prediction interval for one new run.
+4. **Judgement**: within the tolerance: ``within``. Outside: ``regressed`` if the figure moved in
+   its bad direction, ``improved`` if in its good one, ``changed`` for a neutral figure. A figure
+   whose series covers less than ``MIN_COVERAGE`` of the window in either run is ``not_compared``.
+5. The criteria verdict: a cell that passed in the baseline and fails now is a regression too
+   (after the figures that explain it); marginal now is ``changed``.
 
-A value regressed when ``run > baseline * (1 + rel) + abs`` (tolerances per quantity, defaults
-below); improved when ``run < baseline * (1 - rel) - abs``. Cells only in the baseline are
-*missing* (a regression: the run did less); cells only in the run are *new*.
-Reads the two run folders only.
+Figures are ordered by how far outside the noise they are, so the responsible metrics come first.
+Exit codes: 0 no regression, 1 regression, 3 lab fault (a lab fault or a missing cell in the
+compared cells, and no regression elsewhere); 2 is bad input, raised before comparing.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
-import statistics
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+import math
+from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from labctl.recorder.cells import CELLS_DIR, VERDICTS_FILE, read_cell_summaries
-from labctl.recorder.series import read_series
-from labctl.records.series import Series
+from pydantic import BaseModel, Field
 
-# quantity prefix -> (relative tolerance, absolute tolerance)
-DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
-    "boot_time_s": (0.10, 2.0),
-    "retries": (0.25, 2.0),
-    "copy_s": (0.10, 2.0),
-    "never_booted": (0.0, 0.0),
-    "cpu_pct": (0.10, 5.0),
-    "memory_used_mb": (0.10, 50.0),
-    "nic_sent_util_pct": (0.10, 5.0),
-    "disk_queue_len": (0.20, 1.0),
-}
-COUNTER_METRICS = ("cpu_pct", "memory_used_mb", "nic_sent_util_pct", "disk_queue_len")
-_VERDICT_ORDER = {"pass": 0, "passed": 0, "marginal": 1, "no_data": 2, "fail": 3, "failed": 3, "lab_fault": 4}
+from labctl.errors import BadInputError
+from labctl.records.figures import CellFigures, Direction, Figure, RunFigures
+from labctl.records.run_record import Outcome
+from labctl.report.edivisive import e_divisive, segments
+from labctl.report.noise import Noise, estimate, prior, t_quantile
 
+ALPHA = 0.001  # one-sided, per figure: the chance that an unchanged figure is flagged
+MIN_COVERAGE = 0.9  # as the criteria's default: a series with less says too little to compare
+MIN_HISTORY = 6  # earlier runs a figure needs before its history is searched for change points
+OUTLIER_SDS = 5.0  # a history value this many robust SDs from its stretch's median is left out
+HISTORY_RUNS = 30  # earlier runs read for it (the store's figure_history)
+FAULTS = (Outcome.NO_DATA, Outcome.LAB_FAULT, Outcome.ERROR, Outcome.INTERRUPTED)
 
-@dataclass(frozen=True)
-class Row:
-    cell: str
-    quantity: str  # e.g. "boot_time_s mean", "cpu_pct peak pvs-01", "verdict"
-    baseline: float | str | None
-    run: float | str | None
-    status: str  # ok, regressed, improved, new, missing
-    tolerance: str = ""
+EXIT_OK, EXIT_REGRESSION, EXIT_LAB_FAULT = 0, 1, 3
 
-    @property
-    def delta(self) -> float | None:
-        if isinstance(self.baseline, int | float) and isinstance(self.run, int | float):
-            return float(self.run) - float(self.baseline)
-        return None
+History = Sequence[
+    tuple[str, dict[str, dict[str, float]]]
+]  # [(run_id, {cell: {figure: value}})], oldest first
 
 
-@dataclass
-class Comparison:
-    run: str
-    baseline: str
-    rows: list[Row] = field(default_factory=list)
+class FigureStatus(StrEnum):
+    REGRESSED = "regressed"
+    IMPROVED = "improved"
+    CHANGED = "changed"  # outside the noise, neutral direction (or a marginal verdict)
+    NOT_COMPARED = "not_compared"  # too little coverage
+    MISSING = "missing"  # in the baseline, not in the run
+    NEW = "new"  # in the run, not in the baseline
+    WITHIN = "within"  # inside the noise
 
-    @property
-    def regressed(self) -> list[Row]:
-        return [r for r in self.rows if r.status in ("regressed", "missing")]
 
-    @property
-    def improved(self) -> list[Row]:
-        return [r for r in self.rows if r.status == "improved"]
+class CellStatus(StrEnum):
+    REGRESSED = "regressed"
+    LAB_FAULT = "lab_fault"
+    MISSING = "missing"  # the baseline has the cell, the run does not: not judged
+    CHANGED = "changed"
+    IMPROVED = "improved"
+    WITHIN = "within"
+    NEW = "new"
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "run": self.run,
-            "baseline": self.baseline,
-            "regressed": len(self.regressed),
-            "rows": [{**asdict(r), "delta": r.delta} for r in self.rows],
-        }
 
-    def write(self, path: Path) -> Path:
-        path.write_text(json.dumps(self.as_dict(), indent=2) + "\n", encoding="utf-8")
-        return path
+_FIGURE_ORDER = list(FigureStatus)
+_CELL_ORDER = list(CellStatus)
 
-    def text(self, all_rows: bool = False) -> str:
-        shown = self.rows if all_rows else [r for r in self.rows if r.status != "ok"]
-        head = f"{self.run} vs baseline {self.baseline}: {len(self.regressed)} regressed, {len(self.improved)} improved"
-        if not shown:
-            return head + ", everything within tolerance"
-        w = max(len(r.cell) for r in shown)
-        q = max(len(r.quantity) for r in shown)
-        lines = [head]
-        for r in shown:
-            d = r.delta
-            delta = f"{d:+.1f}" if d is not None else ""
-            lines.append(
-                f"  {r.status:<9} {r.cell:<{w}}  {r.quantity:<{q}}  {_fmt(r.baseline):>8} -> {_fmt(r.run):<8} "
-                f"{delta:>7}  {r.tolerance}"
+
+class Shift(BaseModel):
+    """A change of level in a figure's history (a change point found by E-divisive)."""
+
+    at_run: str = Field(description="the first run of the new level")
+    before: float = Field(description="mean of the stretch before")
+    after: float = Field(description="mean of the stretch from that run on")
+    p_value: float
+
+
+class FigureChange(BaseModel):
+    figure: str
+    kind: str
+    statistic: str
+    entity: str = ""
+    unit: str = ""
+    direction: Direction
+    status: FigureStatus
+    baseline: float | None = Field(None, description="mean of the baseline runs' values")
+    baseline_values: list[float] = Field(default_factory=list)
+    value: float | None = Field(None, description="the run's value")
+    delta: float | None = None
+    delta_pct: float | None = None
+    tolerance: float | None = Field(None, description="half-width of the noise band around the baseline")
+    noise_sd: float | None = None
+    noise_df: float | None = None
+    noise_from: str = ""
+    score: float | None = Field(None, description="|delta| / tolerance: above 1 is outside the noise")
+    shifts: list[Shift] = Field(default_factory=list)
+    note: str = ""
+
+    def line(self) -> str:
+        if self.value is None or self.baseline is None:
+            shown = (
+                ""
+                if self.value is None and self.baseline is None
+                else _fmt(self.value if self.value is not None else self.baseline)
             )
+            return " ".join(p for p in (f"{self.status.value:<12}", self.figure, shown, self.note) if p)
+        pct = f", {self.delta_pct:+.0f} %" if self.delta_pct is not None else ""
+        text = (
+            f"{self.status.value:<12} {self.figure:<44} {_fmt(self.baseline):>9} -> {_fmt(self.value):<9} "
+            f"({_fmt(self.delta, sign=True)}{pct})"
+        )
+        if self.tolerance is not None:
+            text += f"  noise ±{_fmt(self.tolerance)} {self.unit}".rstrip() + f" [{self.noise_from}]"
+        for s in self.shifts:
+            text += f"; level moved at {s.at_run}: {_fmt(s.before)} -> {_fmt(s.after)} (p {s.p_value:.3f})"
+        return text
+
+
+class CellComparison(BaseModel):
+    cell: str
+    status: CellStatus
+    reason: str = ""
+    run_outcome: Outcome | None = None
+    baseline_runs: list[str] = Field(default_factory=list, description="the baseline runs compared with")
+    excluded: dict[str, str] = Field(default_factory=dict, description="baseline runs left out, and why")
+    figures: list[FigureChange] = Field(default_factory=list)
+
+    @property
+    def regressed(self) -> list[FigureChange]:
+        return [f for f in self.figures if f.status is FigureStatus.REGRESSED]
+
+    def worst_score(self) -> float:
+        return max((f.score or 0.0 for f in self.regressed), default=0.0)
+
+
+class Comparison(BaseModel):
+    run_id: str
+    lab: str
+    plan: str
+    baseline_runs: list[str]
+    baseline_set: str | None = None
+    history_runs: int = 0
+    method: dict[str, Any] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+    cells: list[CellComparison] = Field(default_factory=list)
+
+    def of(self, *status: CellStatus) -> list[CellComparison]:
+        return [c for c in self.cells if c.status in status]
+
+    @property
+    def regressions(self) -> list[tuple[str, FigureChange]]:
+        return [(c.cell, f) for c in self.of(CellStatus.REGRESSED) for f in c.regressed]
+
+    @property
+    def exit_code(self) -> int:
+        if self.of(CellStatus.REGRESSED):
+            return EXIT_REGRESSION
+        if self.of(CellStatus.LAB_FAULT, CellStatus.MISSING):
+            return EXIT_LAB_FAULT
+        return EXIT_OK
+
+    def headline(self) -> str:
+        counts = [(s, len(self.of(s))) for s in CellStatus]
+        parts = ", ".join(f"{n} {s.value.replace('_', ' ')}" for s, n in counts if n)
+        verdict = {EXIT_OK: "no regression", EXIT_REGRESSION: "REGRESSION", EXIT_LAB_FAULT: "LAB FAULT"}[
+            self.exit_code
+        ]
+        return f"{verdict}: {parts or 'no cells'}"
+
+    def text(self, all_figures: bool = False) -> str:
+        base = ", ".join(self.baseline_runs)
+        bset = f" (baseline set {self.baseline_set})" if self.baseline_set else ""
+        hist = f"; noise from a history of {self.history_runs} runs" if self.history_runs else ""
+        lines = [f"{self.run_id} ({self.lab}, {self.plan}) against {base}{bset}{hist}", self.headline()]
+        lines += [f"note: {n}" for n in self.notes]
+        for c in self.cells:
+            head = f"{c.status.value.upper().replace('_', ' '):<10} {c.cell}"
+            if c.reason:
+                head += f": {c.reason}"
+            quiet = [f for f in c.figures if f.status is FigureStatus.WITHIN]
+            shown = (
+                c.figures if all_figures else [f for f in c.figures if f.status is not FigureStatus.WITHIN]
+            )
+            if quiet and not all_figures:
+                head += f" ({len(quiet)} figures within noise)"
+            lines.append(head)
+            lines += [f"    {f.line()}" for f in shown]
+            lines += [f"    baseline {rid} left out: {why}" for rid, why in c.excluded.items()]
         return "\n".join(lines)
 
+    def markdown(self, limit: int = 5) -> str:
+        """A short summary for a chat message: the verdict, then the worst figures per cell."""
+        out = [
+            f"**{self.plan} on {self.lab}: {self.headline()}**  ",
+            f"run `{self.run_id}` vs `{', '.join(self.baseline_runs)}`",
+        ]
+        for c in self.cells:
+            if c.status in (CellStatus.WITHIN, CellStatus.NEW):
+                continue
+            out.append(
+                f"- **{c.cell}** {c.status.value.replace('_', ' ')}" + (f": {c.reason}" if c.reason else "")
+            )
+            for f in [f for f in c.figures if f.status is not FigureStatus.WITHIN][:limit]:
+                if f.value is not None and f.baseline is not None:
+                    pct = f" ({f.delta_pct:+.0f} %)" if f.delta_pct is not None else ""
+                    tol = f", noise ±{_fmt(f.tolerance)}" if f.tolerance is not None else ""
+                    out.append(f"  - {f.figure}: {_fmt(f.baseline)} → {_fmt(f.value)}{pct}{tol}")
+                else:
+                    out.append(f"  - {f.figure}: {f.status.value}")
+        return "\n".join(out)
 
-def _fmt(v: float | str | None) -> str:
+    def write(self, path: Path) -> Path:
+        path.write_text(json.dumps(self.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+        return path
+
+
+def _fmt(v: float | None, sign: bool = False) -> str:
     if v is None:
         return "-"
-    if isinstance(v, str):
-        return v
-    return f"{v:.1f}" if abs(v) < 1000 else f"{v:.0f}"
+    if v != 0 and abs(v) < 0.01:
+        return f"{v:+.2g}" if sign else f"{v:.2g}"
+    text = f"{v:+.2f}" if sign else f"{v:.2f}"
+    return text if abs(v) < 1000 else (f"{v:+.0f}" if sign else f"{v:.0f}")
 
 
-def _tol(quantity: str, tolerances: Mapping[str, tuple[float, float]]) -> tuple[float, float]:
-    key = quantity.split(" ")[0]
-    return tolerances.get(key, (0.10, 0.0))
+# --- judging ------------------------------------------------------------------------------------------
 
 
-def _judge(base: float, value: float, rel: float, abs_: float) -> str:
-    if value > base * (1 + rel) + abs_:
-        return "regressed"
-    if value < base * (1 - rel) - abs_:
-        return "improved"
-    return "ok"
+def _history_of(history: History, cell: str, figure: str) -> list[tuple[str, float]]:
+    return [(rid, cells[cell][figure]) for rid, cells in history if figure in cells.get(cell, {})]
 
 
-def _counter_series(run: Path) -> dict[str, list[Series]]:
-    """The server counters of a run by cell: ``series.csv`` read once, not once per cell and metric."""
-    out: dict[str, list[Series]] = defaultdict(list)
-    for s in read_series(run):
-        if s.metric in COUNTER_METRICS:
-            out[s.cell].append(s)
-    return out
+def _without_outliers(group: list[float], floor_sd: float) -> tuple[list[float], int]:
+    """A stretch of history without its outliers (a regressed night is not noise): values further
+    than ``OUTLIER_SDS`` robust SDs from the median, the SD being 1.4826 MAD (which one outlier
+    cannot move) but never below ``floor_sd`` (the prior: a count that is mostly 0 has MAD 0)."""
+    if len(group) < 4:
+        return group, 0
+    ordered = sorted(group)
+    med = (
+        ordered[len(ordered) // 2]
+        if len(ordered) % 2
+        else (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
+    )
+    deviations = sorted(abs(x - med) for x in group)
+    mad = deviations[len(deviations) // 2]
+    limit = OUTLIER_SDS * max(1.4826 * mad, floor_sd)
+    kept = [x for x in group if abs(x - med) <= limit]
+    return kept, len(group) - len(kept)
 
 
-def _cell_quantities(summary: dict[str, Any], counters: Sequence[Series]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    clients = summary.get("clients") if isinstance(summary.get("clients"), dict) else {}
-    assert isinstance(clients, dict)
-    matrix = summary.get("copy_path") is not None or summary.get("copiers") is not None
-    for field_name, role in (
-        ("boot_time_s", "rebooter" if matrix else None),
-        ("retries", "rebooter" if matrix else None),
-        ("copy_s", "copier"),
-    ):
-        vals = [
-            float(c[field_name])
-            for c in clients.values()
-            if isinstance(c, dict)
-            and (role is None or c.get("role") == role)
-            and isinstance(c.get(field_name), int | float)
-        ]
-        if vals:
-            out[f"{field_name} mean"] = statistics.fmean(vals)
-            if field_name != "copy_s":
-                out[f"{field_name} max"] = max(vals)
-    expected = [
-        c for c in clients.values() if isinstance(c, dict) and (not matrix or c.get("role") == "rebooter")
+def _noise(
+    f: Figure,
+    level: float,
+    base_values: list[float],
+    hist: list[tuple[str, float]],
+    run_id: str,
+    value: float,
+) -> tuple[Noise, list[Shift]]:
+    """The figure's noise: the prior with the baseline runs' spread, or with the history's."""
+    p_sd = prior(f.kind, f.statistic).sd(level, f.n)
+    if len(hist) < MIN_HISTORY:
+        src = f"prior + {len(base_values)} baseline runs" if len(base_values) > 1 else "prior"
+        return estimate(p_sd, [base_values], src), []
+    values = [v for _, v in hist] + [value]
+    ids = [rid for rid, _ in hist] + [run_id]
+    points = e_divisive(values)
+    stretches = segments(len(values), points)
+    groups = [values[s:e] for s, e in stretches]
+    groups[-1] = groups[-1][:-1]  # the run under test is not part of its own noise
+    cleaned = [_without_outliers(g, p_sd) for g in groups]
+    groups = [g for g, _ in cleaned]
+    dropped = sum(n for _, n in cleaned)
+    shifts = [
+        Shift(
+            at_run=ids[cp.index],
+            before=sum(values[s : cp.index]) / (cp.index - s),
+            after=sum(values[cp.index : e]) / (e - cp.index),
+            p_value=cp.p_value,
+        )
+        for cp, (s, _), (_, e) in zip(points, stretches[:-1], stretches[1:], strict=True)
     ]
-    if expected:
-        out["never_booted"] = float(sum(1 for c in expected if "boot_time_s" not in c))
-    for metric in COUNTER_METRICS:
-        for s in counters:
-            if s.metric == metric and len(s):
-                out[f"{metric} peak {s.entity}"] = max(s.values)
-                out[f"{metric} mean {s.entity}"] = statistics.fmean(s.values)
-    return out
+    changes = f", {len(points)} level change{'s' if len(points) != 1 else ''}" if points else ""
+    outliers = f", {dropped} outlier{'s' if dropped != 1 else ''} left out" if dropped else ""
+    return estimate(p_sd, groups, f"prior + history of {len(hist)} runs{changes}{outliers}"), shifts
 
 
-def _verdict(run: Path, cell: str, summary: dict[str, Any]) -> str | None:
-    try:
-        data = json.loads((run / CELLS_DIR / cell / VERDICTS_FILE).read_text(encoding="utf-8"))
-        return str(data.get("outcome"))
-    except (OSError, ValueError, AttributeError):
-        out = summary.get("outcome")
-        return str(out) if out else None
+def _judge_figure(
+    key: str,
+    now: Figure | None,
+    base: list[Figure],
+    hist: list[tuple[str, float]],
+    run_id: str,
+) -> FigureChange:
+    ref = now or base[0]
+    out = FigureChange(
+        figure=key,
+        kind=ref.kind,
+        statistic=ref.statistic,
+        entity=ref.entity,
+        unit=ref.unit,
+        direction=ref.direction,
+        status=FigureStatus.WITHIN,
+    )
+    if now is None:
+        mean = sum(b.value for b in base) / len(base)
+        return out.model_copy(
+            update={"status": FigureStatus.MISSING, "baseline": mean, "note": "not in the run"}
+        )
+    if not base:
+        return out.model_copy(
+            update={"status": FigureStatus.NEW, "value": now.value, "note": "not in the baseline"}
+        )
+    low = [c for c in (now.coverage, *(b.coverage for b in base)) if c is not None and c < MIN_COVERAGE]
+    values = [b.value for b in base]
+    level = sum(values) / len(values)
+    update: dict[str, Any] = {"baseline": level, "baseline_values": values, "value": now.value}
+    if low:
+        note = f"series coverage {min(low):.0%} < {MIN_COVERAGE:.0%}: not compared"
+        return out.model_copy(update={**update, "status": FigureStatus.NOT_COMPARED, "note": note})
+    noise, shifts = _noise(now, level, values, hist, run_id, now.value)
+    tol = t_quantile(1 - ALPHA, noise.df) * noise.sd * math.sqrt(1 + 1 / len(values))
+    delta = now.value - level
+    score = abs(delta) / tol if tol > 0 else (math.inf if delta else 0.0)
+    if score <= 1:
+        status = FigureStatus.WITHIN
+    elif now.direction is Direction.NEUTRAL:
+        status = FigureStatus.CHANGED
+    else:
+        status = FigureStatus.REGRESSED if now.direction.worse(delta) else FigureStatus.IMPROVED
+    update.update(
+        status=status,
+        delta=delta,
+        delta_pct=100 * delta / abs(level) if level else None,
+        tolerance=tol,
+        noise_sd=noise.sd,
+        noise_df=noise.df,
+        noise_from=noise.source,
+        score=score if math.isfinite(score) else 1e9,
+        shifts=shifts,
+    )
+    return out.model_copy(update=update)
 
 
-def compare_runs(
-    run: Path,
-    baseline: Path,
+def _verdict(now: CellFigures, base: list[CellFigures]) -> FigureChange | None:
+    """The criteria verdict as a pseudo-figure: pass -> fail is a regression, -> marginal a change."""
+    judged = [b.verdict_outcome for b in base if b.verdict_outcome is not None]
+    if now.verdict_outcome is None or not judged:
+        return None
+    ref = max(judged, key=lambda o: o.severity)
+    mine = now.verdict_outcome
+    if mine.severity > ref.severity:
+        status = FigureStatus.REGRESSED if mine is Outcome.FAIL else FigureStatus.CHANGED
+    elif mine.severity < ref.severity:
+        status = FigureStatus.IMPROVED
+    else:
+        status = FigureStatus.WITHIN
+    return FigureChange(
+        figure="verdict",
+        kind="verdict",
+        statistic="outcome",
+        direction=Direction.UP_IS_WORSE,
+        status=status,
+        note=f"{ref.value} -> {mine.value}"
+        + (f": {now.reason}" if now.reason and status is not FigureStatus.WITHIN else ""),
+    )
+
+
+def _order(f: FigureChange) -> tuple[int, float]:
+    return (_FIGURE_ORDER.index(f.status), -(f.score or 0.0))
+
+
+def _compare_cell(
+    cell: str, now: CellFigures, base: list[tuple[str, CellFigures]], history: History, run_id: str
+) -> CellComparison:
+    if now.outcome in FAULTS:
+        why = f"the run's cell is {now.outcome.value}" + (f": {now.reason}" if now.reason else "")
+        return CellComparison(cell=cell, status=CellStatus.LAB_FAULT, reason=why, run_outcome=now.outcome)
+    clean = [(rid, c) for rid, c in base if c.outcome not in FAULTS]
+    excluded = {
+        rid: f"{c.outcome.value}" + (f": {c.reason}" if c.reason else "")
+        for rid, c in base
+        if c.outcome in FAULTS
+    }
+    if not clean:
+        return CellComparison(
+            cell=cell,
+            status=CellStatus.LAB_FAULT,
+            reason="no baseline run measured this cell cleanly",
+            run_outcome=now.outcome,
+            excluded=excluded,
+        )
+    keys = sorted(set(now.figures) | {k for _, c in clean for k in c.figures})
+    figures = [
+        _judge_figure(
+            k,
+            now.figures.get(k),
+            [c.figures[k] for _, c in clean if k in c.figures],
+            _history_of(history, cell, k),
+            run_id,
+        )
+        for k in keys
+    ]
+    figures.sort(key=_order)
+    verdict = _verdict(now, [c for _, c in clean])
+    if verdict is not None:  # after the figures that explain it
+        at = next(
+            (i for i, f in enumerate(figures) if _order(f)[0] > _FIGURE_ORDER.index(verdict.status)),
+            len(figures),
+        )
+        figures.insert(at, verdict)
+    seen = {f.status for f in figures}
+    status = CellStatus.WITHIN
+    for fs, cs in (
+        (FigureStatus.REGRESSED, CellStatus.REGRESSED),
+        (FigureStatus.IMPROVED, CellStatus.IMPROVED),
+        (FigureStatus.CHANGED, CellStatus.CHANGED),
+    ):
+        if fs in seen:
+            status = cs
+            break
+    reason = ""
+    if status is CellStatus.REGRESSED:
+        worst = [f.figure for f in figures if f.status is FigureStatus.REGRESSED][:3]
+        reason = "worse: " + ", ".join(worst)
+    return CellComparison(
+        cell=cell,
+        status=status,
+        reason=reason,
+        run_outcome=now.outcome,
+        baseline_runs=[rid for rid, _ in clean],
+        excluded=excluded,
+        figures=figures,
+    )
+
+
+def _cell_order(c: CellComparison) -> tuple[int, float, str]:
+    return (_CELL_ORDER.index(c.status), -c.worst_score(), c.cell)
+
+
+def compare(
+    run: RunFigures,
+    baselines: Sequence[RunFigures],
     *,
-    tolerances: Mapping[str, tuple[float, float]] | None = None,
+    history: History = (),
+    baseline_set: str | None = None,
+    cells: str | None = None,
 ) -> Comparison:
-    tol = {**DEFAULT_TOLERANCES, **(tolerances or {})}
-    now = read_cell_summaries(run)
-    base = read_cell_summaries(baseline)
-    result = Comparison(run.name, baseline.name)
-    counters_now, counters_base = _counter_series(run), _counter_series(baseline)
-    for cell in sorted(set(now) | set(base)):
-        if cell not in now:
-            result.rows.append(Row(cell, "cell", "present", None, "missing"))
-            continue
-        if cell not in base:
-            result.rows.append(Row(cell, "cell", None, "present", "new"))
-            continue
-        qb = _cell_quantities(base[cell], counters_base.get(cell, []))
-        qr = _cell_quantities(now[cell], counters_now.get(cell, []))
-        for q in sorted(set(qb) | set(qr)):
-            if q not in qr:
-                result.rows.append(Row(cell, q, qb[q], None, "missing"))
-            elif q not in qb:
-                result.rows.append(Row(cell, q, None, qr[q], "new"))
-            else:
-                rel, abs_ = _tol(q, tol)
-                text = f"(±{rel:.0%} + {abs_:g})"
-                result.rows.append(Row(cell, q, qb[q], qr[q], _judge(qb[q], qr[q], rel, abs_), text))
-        vb, vr = _verdict(baseline, cell, base[cell]), _verdict(run, cell, now[cell])
-        if vb is not None and vr is not None:
-            ob, orun = _VERDICT_ORDER.get(vb, 0), _VERDICT_ORDER.get(vr, 0)
-            status = "regressed" if orun > ob else ("improved" if orun < ob else "ok")
-            result.rows.append(Row(cell, "verdict", vb, vr, status))
+    """Compare ``run`` with one or several baseline runs (see the module docstring). ``history``:
+    earlier runs' figures (oldest first) to measure the noise by; ``cells``: a glob of cell ids to
+    compare (default all). Raises BadInputError when there is nothing to compare."""
+    if not baselines:
+        raise BadInputError(
+            f"{run.run_id}: no baseline run to compare with (give one, or `labctl baseline set`)"
+        )
+    history = [(rid, c) for rid, c in history if rid != run.run_id]
+    result = Comparison(
+        run_id=run.run_id,
+        lab=run.lab,
+        plan=run.plan,
+        baseline_runs=[b.run_id for b in baselines],
+        baseline_set=baseline_set,
+        history_runs=len(history),
+        method={
+            "alpha": ALPHA,
+            "min_coverage": MIN_COVERAGE,
+            "min_history": MIN_HISTORY,
+            "prior_df": estimate(1.0, []).df,
+            "noise": "Student-t prediction interval; per-kind prior pooled with baseline or history spread",
+            "change_points": "E-divisive means (Matteson & James 2014), permutation test",
+        },
+    )
+    others = sorted({(b.lab, b.plan) for b in baselines if (b.lab, b.plan) != (run.lab, run.plan)})
+    if others:
+        result.notes.append(
+            "baseline of another lab or plan: " + ", ".join(f"{lab}/{plan}" for lab, plan in others)
+        )
+    names = set(run.cells) | {c for b in baselines for c in b.cells}
+    if cells:
+        names = {c for c in names if fnmatch.fnmatchcase(c, cells)}
+    if not set(run.cells) & {c for b in baselines for c in b.cells} & names:
+        raise BadInputError(
+            f"{run.run_id}: no cell in common with the baseline {', '.join(result.baseline_runs)}"
+            + (f" matching {cells!r}" if cells else "")
+            + " (compare runs of the same plan)"
+        )
+    for cell in sorted(names):
+        now = run.cells.get(cell)
+        base = [(b.run_id, b.cells[cell]) for b in baselines if cell in b.cells]
+        if now is None:
+            result.cells.append(
+                CellComparison(cell=cell, status=CellStatus.MISSING, reason="in the baseline, not in the run")
+            )
+        elif not base:
+            result.cells.append(
+                CellComparison(cell=cell, status=CellStatus.NEW, reason="not in the baseline")
+            )
+        else:
+            result.cells.append(_compare_cell(cell, now, base, history, run.run_id))
+    result.cells.sort(key=_cell_order)
     return result

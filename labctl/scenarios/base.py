@@ -13,7 +13,9 @@ records the lab's sources around it, judges the criteria and hands the record to
         def run(self, lab: LabSession, ctx: CellContext) -> BootStormResult: ...
 
 Interrupts: ``ctx.stop`` is set when the run is interrupted (Ctrl-C, SIGTERM, SIGHUP); every wait
-of a scenario ends at its next poll once it is set, and the scenario's ``finally`` restores the lab.
+of a scenario ends at its next poll once it is set, and the scenario's ``finally`` restores the lab,
+waiting for it unless ``ctx.abort`` is set too (a second interrupt). A stopped scenario returns what
+it measured so far; the runner marks the cell ``interrupted``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class CellContext(Protocol):
 
     cell_id: str
     stop: threading.Event  # set on an interrupt: end every wait at its next poll
+    abort: threading.Event  # set on a second interrupt: stop waiting for the restore too (say what is left)
 
     def progress(self, p: Progress) -> None: ...
 
@@ -103,7 +106,11 @@ class Scenario(ABC):
         """Prepare, act, wait out the window, restore; return what was measured."""
 
     def sample_interval_s(self) -> float:
-        """Lab seconds between samples of the lab's polled sources during this cell."""
+        """Lab seconds between samples of the servers' counters (typeperf ``-si``) in this cell."""
+        return 1.0
+
+    def poll_interval_s(self) -> float:
+        """Lab seconds between reads of the lab's polled sources (device status, BMC power, arrays)."""
         return 5.0
 
 

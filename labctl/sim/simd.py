@@ -57,6 +57,7 @@ BUILDERS: tuple[tuple[str, str], ...] = (
     ("redfish", "labctl.sim.redfish"),
     ("unity", "labctl.sim.unity"),
     ("ssh", "labctl.sim.ssh"),
+    ("ipmi", "labctl.sim.ipmi"),
 )
 EXIT_PORT_IN_USE = 2
 START_WORKERS = 16

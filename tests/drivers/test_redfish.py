@@ -259,3 +259,19 @@ def test_unreachable_bmc_is_a_connection_error(idrac) -> None:
     with pytest.raises(RedfishError, match="cannot connect") as ei:
         RedfishClient("pvs-01", bmc, timeout_s=2).open()
     assert "check the BMC address" in ei.value.fix
+
+
+def test_reset_type_prefers_graceful_and_falls_back() -> None:
+    from labctl.drivers.power_verbs import PowerVerb
+    from labctl.drivers.redfish import reset_type_for
+
+    full = ("On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "PowerCycle")
+    assert reset_type_for(PowerVerb.ON, full) == "On"
+    assert reset_type_for(PowerVerb.GRACEFUL_OFF, full) == "GracefulShutdown"
+    assert reset_type_for(PowerVerb.FORCE_OFF, full) == "ForceOff"
+    assert reset_type_for(PowerVerb.REBOOT, full) == "GracefulRestart"
+    assert reset_type_for(PowerVerb.RESET, full) == "ForceRestart"
+    assert reset_type_for(PowerVerb.GRACEFUL_OFF, ("On", "ForceOff")) == "ForceOff"
+    assert reset_type_for(PowerVerb.REBOOT, ("On", "ForceOff", "PowerCycle")) == "PowerCycle"
+    # not advertised: try the preferred one and let the BMC say
+    assert reset_type_for(PowerVerb.GRACEFUL_OFF, ()) == "GracefulShutdown"

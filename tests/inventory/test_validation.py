@@ -233,10 +233,10 @@ CASES = [
     ),
     Case(
         "unsupported storage array kind",
-        edit("    kind: unity\n", "    kind: equallogic\n"),
-        "kind: equallogic",
+        edit("    kind: unity\n", "    kind: netapp\n"),
+        "kind: netapp",
         "storage[0].kind",
-        ("unsupported storage array kind 'equallogic'", "supported kinds: unity"),
+        ("unsupported storage array kind 'netapp'", "supported kinds: unity, powerstore, sc, equallogic"),
     ),
     Case(
         "unknown network",
@@ -354,7 +354,7 @@ def test_unknown_configuration_on_the_command_line(validate: Validate) -> None:
 
 
 def test_every_type_problem_of_a_file_is_reported_in_line_order(validate: Validate) -> None:
-    text = edit("    kind: unity\n", "    kind: equallogic\n")
+    text = edit("    kind: unity\n", "    kind: netapp\n")
     text = edit("      ram_gb: 1\n", "      ram_gb: lots\n", text)
     text = edit("    model: OptiPlex 755\n", "    modle: OptiPlex 755\n", text)
     code, lines, _ = validate(text)
@@ -362,7 +362,7 @@ def test_every_type_problem_of_a_file_is_reported_in_line_order(validate: Valida
     assert [int(m["line"]) for m in map(LINE.match, lines) if m] == [
         line_no(text, "modle:"),
         line_no(text, "ram_gb: lots"),
-        line_no(text, "kind: equallogic"),
+        line_no(text, "kind: netapp"),
     ]
     assert len(lines) == 3
 

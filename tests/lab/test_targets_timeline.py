@@ -59,20 +59,6 @@ def test_timeline_subscribers_get_every_event_until_unsubscribed() -> None:
     assert tl.events(target="optiplex-001")[-1].kind == "ready"
 
 
-def test_redfish_reset_type_prefers_graceful_and_falls_back() -> None:
-    from labctl.lab.power import Action, _reset_type
-
-    full = ("On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "PowerCycle")
-    assert _reset_type(Action.ON, False, full) == "On"
-    assert _reset_type(Action.OFF, False, full) == "GracefulShutdown"
-    assert _reset_type(Action.OFF, True, full) == "ForceOff"
-    assert _reset_type(Action.REBOOT, False, full) == "GracefulRestart"
-    assert _reset_type(Action.RESET, False, full) == "ForceRestart"
-    assert _reset_type(Action.OFF, False, ("On", "ForceOff")) == "ForceOff"
-    assert _reset_type(Action.REBOOT, False, ("On", "ForceOff", "PowerCycle")) == "PowerCycle"
-    assert _reset_type(Action.OFF, False, ()) == "GracefulShutdown"  # not advertised: try, let the BMC say
-
-
 def test_wol_targets_from_the_inventory_with_a_relay(tmp_path) -> None:
     from labctl.lab.session import LabSession
 

@@ -25,7 +25,8 @@ PLAN = textwrap.dedent(
     """
     import pytest
     from labctl.criteria import evaluate, parse_criteria, Names
-    from labctl.recorder import RunSeries, read_cell_summaries
+    from labctl.recorder import RunSeries
+    from labctl.recorder.cells import read_cell_summaries
     from labctl.report import allure_helpers as A
     from labctl.report import charts
 

@@ -240,8 +240,14 @@ def test_vms_boot_and_drive_the_unity_lun_counters(lab: Lab, clock) -> None:
     after = twin.lun_counters("unity-01")
     total = sum(c.reads + c.writes for c in after)
     assert total > sum(c.reads + c.writes for c in before)
-    assert sum(c.writes for c in after) > sum(c.reads for c in after)  # VDI is write-heavy
+    # a full clone (sim-2007's VMs have no pool) boots by reading its OS from its own LUN
+    assert sum(c.reads for c in after) > sum(c.writes for c in after) > 0
     assert all(c.total_io_time_us >= 0 for c in after)
+    twin.power(vm, PowerAction.FORCE_OFF)
+    clock.advance(5)
+    off = twin.lun_counters("unity-01")
+    clock.advance(60)
+    assert twin.lun_counters("unity-01") == off  # nothing runs: the counters stand still
 
 
 def test_same_seed_same_storm(lab: Lab) -> None:

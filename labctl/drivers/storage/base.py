@@ -3,7 +3,7 @@
 An array keeps cumulative raw counters per LUN (I/Os, blocks, busy time); rates are computed
 from the difference of two readings over the difference of their *source* timestamps, the way
 the array's own tools do. A driver for another array (PowerStore, SC/Compellent) implements
-:class:`StorageDriver` and is added to :func:`open_storage`.
+:class:`StorageDriver` in its own module and is one line in :mod:`labctl.drivers.storage.registry`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from labctl.drivers.readings import Reading
-from labctl.inventory.model import StorageArray, StorageKind
+from labctl.inventory.model import StorageArray
 
 BLOCK_BYTES = 512
 
@@ -185,12 +185,3 @@ class RateTracker:
                 if d is not None:
                     out.append(d)
         return out
-
-
-def open_storage(array: StorageArray, **kwargs: object) -> StorageDriver:
-    """The driver for ``array.kind`` (not yet logged in)."""
-    if array.kind is StorageKind.UNITY:
-        from labctl.drivers.storage.unity import UnityDriver
-
-        return UnityDriver(array, **kwargs)  # type: ignore[arg-type]
-    raise NotImplementedError(f"no driver for storage kind {array.kind.value!r}")

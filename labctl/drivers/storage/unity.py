@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import requests
-import urllib3
 
 from labctl.drivers.base import Backoff, TlsAdapter, parse_retry_after, requests_verify, tls_fix
 from labctl.drivers.storage.base import ArrayInfo, LunCounters, StorageDriver
 from labctl.errors import EndpointError, EndpointTimeout
 from labctl.inventory.credentials import resolve_credential
-from labctl.inventory.model import StorageArray, TlsMode
+from labctl.inventory.model import StorageArray
 
 LUN_PREFIX = "sp.*.storage.lun.*."
 COUNTER_PATHS = {
@@ -94,7 +92,7 @@ class UnityDriver(StorageDriver):
             if self._session is None:
                 s = requests.Session()
                 s.trust_env = False
-                s.mount("https://", TlsAdapter(self.array.tls))
+                s.mount("https://", TlsAdapter(self.array.tls, self.endpoint))
                 s.headers.update(
                     {
                         "X-EMC-REST-CLIENT": "true",
@@ -103,8 +101,6 @@ class UnityDriver(StorageDriver):
                     }
                 )
                 self._session = s
-                if self.array.tls.mode is TlsMode.INSECURE:
-                    warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
             try:
                 self._login()
             except BaseException:

@@ -17,6 +17,7 @@ Modules, one job each:
 - ``twin``        the live, thread-safe LabTwin on the lab clock; the fast-forward clock
 - ``storm``       fast-forward boot storms with perfmon-style sampling
 - ``calibration`` the 2007 boot storm against the published figures
+- ``vdi/``        virtual desktops, ESXi hosts, PVS servers and SAN arrays (its own README)
 """
 
 from __future__ import annotations

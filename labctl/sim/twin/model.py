@@ -201,9 +201,7 @@ class TwinModel:
                     1,
                     os_up_since=start_t,
                 )
-            elif m.kind is MachineKind.VM:
-                self.boxes[m.name] = Box(m.name, m.kind, PowerState.OFF, False, p.vm_boot_s, p.vm_shutdown_s)
-        self.vm_boxes = [b for b in self.boxes.values() if b.kind is MachineKind.VM]
+        # VMs (virtual desktops) are the VDI twin's (labctl.sim.twin.vdi), not boxes of this model
         self.client_server_name = np.asarray(topo.client_server, dtype=object)
         self.copies: dict[str, CopyRecord] = {}
         self.copy_list: list[CopyRecord] = []
@@ -215,7 +213,6 @@ class TwinModel:
         self._build_templates()
         self.last_solution: Solution | None = None
         self.steps = 0
-        self.vm_io = {"reads": 0.0, "writes": 0.0, "read_bytes": 0.0, "write_bytes": 0.0, "busy_us": 0.0}
 
     # ------------------------------------------------------------------------------------------
     def _static_client_arrays(self) -> None:
@@ -831,7 +828,6 @@ class TwinModel:
         up = self.station_up & self.is_cpu
         extra = np.minimum(idle, np.maximum(0.0, 1.0 - self.util))
         self.busy_s += np.where(up, extra * self.topo.m * dt, 0.0)
-        self._vm_io(dt)
 
     def _idle_interval(self, dt: float) -> None:
         if dt <= 0:
@@ -839,28 +835,6 @@ class TwinModel:
         self.util = np.zeros_like(self.util)
         self.customers = np.zeros_like(self.customers)
         self._idle_cpu(dt)
-
-    def _vm_io(self, dt: float) -> None:
-        p = self.p
-        reads = writes = 0.0
-        rb = wb = 0.0
-        for box in self.vm_boxes:
-            if box.power is not PowerState.ON:
-                continue
-            booting = not box.os_up
-            iops = p.vm_boot_iops if booting else p.vm_steady_iops
-            share = p.vm_boot_read_share if booting else p.vm_steady_read_share
-            reads += iops * share * dt
-            writes += iops * (1 - share) * dt
-            rb += iops * share * dt * p.vm_read_kb * KB
-            wb += iops * (1 - share) * dt * p.vm_write_kb * KB
-        if reads or writes:
-            io = self.vm_io
-            io["reads"] += reads
-            io["writes"] += writes
-            io["read_bytes"] += rb
-            io["write_bytes"] += wb
-            io["busy_us"] += (reads + writes) * p.lun_service_time_ms * 1e3
 
     # --- views -----------------------------------------------------------------------------------
     def memory_used_mb(self, server: str) -> float:

@@ -61,8 +61,13 @@ def solve(
     parallel: np.ndarray,
     open_backlog: np.ndarray,
     iterations: int = 3,
+    count: np.ndarray | None = None,
 ) -> tuple[Solution, np.ndarray]:
-    """One step of the fixed point. Returns the solution and the new station backlogs."""
+    """One step of the fixed point. Returns the solution and the new station backlogs.
+
+    ``count`` (optional) says how many identical clients each row stands for (the VDI twin solves
+    one row per class of identical desktops); station loads are summed with it.
+    """
     n_st = parallel.size
     st = d.station
     flat = st.ravel()
@@ -81,6 +86,8 @@ def solve(
     fixed = d.p_read * d.fixed_r + (1.0 - d.p_read) * d.fixed_w
     inv_par = (1.0 / parallel)[st]
     b = backlog
+    k = np.ones(st.shape[0]) if count is None else count
+    kc = k[:, None]
     rate = np.zeros(st.shape[0])
     wait = np.zeros(st.shape)
     for _ in range(iterations):
@@ -88,24 +95,24 @@ def solve(
         resp = fixed + (wait * vis + lat).sum(axis=1)
         rate = 1.0 / (d.think_s + resp / d.window)
         own_new = rate[:, None] * (wait * vis_work + lat_work)
-        b_new = np.bincount(flat, weights=own_new.ravel(), minlength=n_st) + open_backlog
+        b_new = np.bincount(flat, weights=(own_new * kc).ravel(), minlength=n_st) + open_backlog
         b = 0.5 * (b + b_new)
         own = 0.5 * (own + own_new)
 
     # Throughput can't exceed what a station serves: where the approximation overshoots, scale the
     # clients that pass through it (keeps CPU <= 100% and NICs <= line rate exactly).
     work = p_r * d.work_r + p_w * d.work_w
-    util = np.bincount(flat, weights=(rate[:, None] * work).ravel(), minlength=n_st) / parallel
+    util = np.bincount(flat, weights=(rate[:, None] * kc * work).ravel(), minlength=n_st) / parallel
     if util.max() > 1.0:
         over = np.maximum(util, 1.0)
         factor = np.where(work > 0, over[st], 1.0).max(axis=1)
         rate = rate / factor
-        util = np.bincount(flat, weights=(rate[:, None] * work).ravel(), minlength=n_st) / parallel
+        util = np.bincount(flat, weights=(rate[:, None] * kc * work).ravel(), minlength=n_st) / parallel
     res_r = d.visit_r * wait + d.lat_r
     res_w = d.visit_w * wait + d.lat_w
     r_read = d.fixed_r + res_r.sum(axis=1)
     r_write = d.fixed_w + res_w.sum(axis=1)
-    rc = rate[:, None]
+    rc = rate[:, None] * kc
     customers = np.bincount(flat, weights=(rc * (wait * vis + lat)).ravel(), minlength=n_st)
     reads_at = np.bincount(flat, weights=(rc * p_r * d.visit_r).ravel(), minlength=n_st)
     writes_at = np.bincount(flat, weights=(rc * p_w * d.visit_w).ravel(), minlength=n_st)

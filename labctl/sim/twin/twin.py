@@ -24,20 +24,31 @@ from labctl.inventory.model import Lab, MachineKind
 from labctl.sim.faults import FaultBook
 from labctl.sim.twin import hardware as hwm
 from labctl.sim.twin.interface import (
+    ArrayControllerCounters,
+    ArrayTierCounters,
+    ArrayVolumeCounters,
     CopyJob,
     CopyLocation,
+    DatastorePerf,
+    DesktopState,
     DeviceStatus,
+    HostPerf,
     LunCounters,
     NicCounters,
+    OperationTiming,
     PowerAction,
     PowerState,
     ServerCounters,
+    SessionInfo,
+    SessionRefused,
+    VmPerf,
     VolumeCounters,
 )
 from labctl.sim.twin.model import CopyRecord, TwinModel
+from labctl.sim.twin.vdi import views
+from labctl.sim.twin.vdi.implicit import vdi_of
+from labctl.sim.twin.vdi.model import VdiModel
 from labctl.sim.twin.workload import OS_UP, SESSION
-
-BLOCK = 512.0
 
 
 @dataclass(frozen=True)
@@ -65,7 +76,12 @@ class FastForwardClock(LabClock):
 
 
 class PhysicalTwin:
-    """The lab twin: a queueing model of the lab, answering the endpoints' questions."""
+    """The lab twin: a queueing model of the lab, answering the endpoints' questions.
+
+    Two models on one clock: :class:`TwinModel` (streaming clients and Windows servers) and, when
+    the lab has VMs, :class:`VdiModel` (desktops, ESXi hosts, PVS servers, arrays). It implements
+    :class:`~labctl.sim.twin.interface.LabTwin` and :class:`~labctl.sim.twin.interface.VdiTwin`.
+    """
 
     def __init__(
         self,
@@ -89,17 +105,30 @@ class PhysicalTwin:
         self._ids = itertools.count(1)
         self._by_mac = {m.mac.lower(): m.name for m in lab.machines.values() if m.mac}
         self._client_macs = {m.name: (m.mac or "", m.ip) for m in lab.clients}
+        vdi = vdi_of(lab)
+        delays = tuple(f.after_s for f in lab.faults)
+        self.vdi = VdiModel(vdi, clock.now(), faults, delays) if vdi is not None and vdi.placement else None
+        self._desktops: dict[str, int] = self.vdi.topo.index if self.vdi is not None else {}
+        self._desktop_ips: list[str | None] = (
+            [lab.machines[n].ip if n in lab.machines else None for n in self.vdi.topo.names]
+            if self.vdi
+            else []
+        )
 
     # --- time ----------------------------------------------------------------------------------
     def _sync(self) -> None:
         now = self.clock.now()
         if now - self.model.t >= self.min_advance_s:
             self.model.advance_to(now)
+        if self.vdi is not None and now - self.vdi.t >= self.min_advance_s:
+            self.vdi.advance_to(now)
 
     def advance(self) -> float:
         """Bring the model to the clock's now (fast-forward users call it after ``clock.advance``)."""
         with self._lock:
             self.model.advance_to(self.clock.now())
+            if self.vdi is not None:
+                self.vdi.advance_to(self.clock.now())
             return self.model.t
 
     # --- power ---------------------------------------------------------------------------------
@@ -114,6 +143,9 @@ class PhysicalTwin:
     def power_state(self, machine: str) -> PowerState:
         with self._lock:
             self._sync()
+            d = self._desktops.get(machine)
+            if d is not None and self.vdi is not None:
+                return views.power_state(self.vdi, d)
             i = self._client(machine)
             if i is not None:
                 return self.model.client_power_state(i)
@@ -123,6 +155,9 @@ class PhysicalTwin:
     def power(self, machine: str, action: PowerAction) -> None:
         with self._lock:
             self._sync()
+            if machine in self._desktops:
+                self._power_desktops([self._desktops[machine]], PowerAction(action))
+                return
             if self._client(machine) is None:
                 self._known(machine)
             self.model.power(machine, PowerAction(action))
@@ -142,6 +177,9 @@ class PhysicalTwin:
     def is_os_up(self, machine: str) -> bool:
         with self._lock:
             self._sync()
+            d = self._desktops.get(machine)
+            if d is not None and self.vdi is not None:
+                return bool(self.vdi.os_up()[d])
             i = self._client(machine)
             if i is not None:
                 return int(self.model.phase[i]) in OS_UP
@@ -151,6 +189,9 @@ class PhysicalTwin:
     def boot_count(self, machine: str) -> int:
         with self._lock:
             self._sync()
+            d = self._desktops.get(machine)
+            if d is not None and self.vdi is not None:
+                return int(self.vdi.boot_count[d])
             i = self._client(machine)
             if i is not None:
                 return int(self.model.boot_count[i])
@@ -257,34 +298,162 @@ class PhysicalTwin:
 
     # --- storage arrays ------------------------------------------------------------------------
     def lun_counters(self, array: str) -> tuple[LunCounters, ...]:
-        """Unity LUN counters from the virtual desktops' I/O (2012 paper's per-phase IOPS).
-
-        The VMs' I/O is spread evenly over every LUN of every array; each LUN is owned by one
-        storage processor (alternating), the peer reports no I/O for it.
-        """
+        """Unity LUN counters per storage processor, from the VDI twin's array volumes."""
         with self._lock:
             self._sync()
-            arr = self.lab.storage[array]
-            all_luns = [(a, lun) for a, spec in self.lab.storage.items() for lun in spec.luns]
-            share = 1.0 / len(all_luns) if all_luns else 0.0
-            io = self.model.vm_io
-            out = []
-            for k, lun in enumerate(arr.luns):
-                owner = "spa" if k % 2 == 0 else "spb"
-                for sp in ("spa", "spb"):
-                    f = share if sp == owner else 0.0
-                    out.append(
-                        LunCounters(
-                            lun,
-                            sp,
-                            reads=io["reads"] * f,
-                            writes=io["writes"] * f,
-                            read_blocks=io["read_bytes"] * f / BLOCK,
-                            write_blocks=io["write_bytes"] * f / BLOCK,
-                            total_io_time_us=io["busy_us"] * f,
-                        )
-                    )
-            return tuple(out)
+            spec = self.lab.storage[array]  # an unknown array is a KeyError, as before
+            a = self._array(array)
+            if a is None or self.vdi is None:  # no desktop uses it: its LUNs stand idle
+                return tuple(
+                    LunCounters(lun, sp, 0.0, 0.0, 0.0, 0.0, 0.0)
+                    for lun in spec.luns
+                    for sp in ("spa", "spb")
+                )
+            return views.lun_counters(self.vdi, a)
+
+    # --- virtual desktops (VdiTwin) ----------------------------------------------------------------
+    def _vdi_model(self) -> VdiModel:
+        if self.vdi is None:
+            raise KeyError(f"lab {self.lab.name} has no virtual desktops (no VMs in {self.lab.source_file})")
+        return self.vdi
+
+    def _desktop(self, vm: str) -> int:
+        d = self._desktops.get(vm)
+        if d is None:
+            self.lab.machine(vm)  # raises UnknownTargetError naming the inventory
+            raise KeyError(f"{vm} is not a desktop VM of the lab")
+        return d
+
+    def _array(self, array: str) -> int | None:
+        if self.vdi is None:
+            return None
+        return next((k for k, am in enumerate(self.vdi.topo.arrays) if am.hw.name == array), None)
+
+    def _known_array(self, array: str) -> int:
+        a = self._array(array)
+        if a is None:
+            raise KeyError(f"{array}: no such array in the VDI lab (arrays: {', '.join(self.lab.storage)})")
+        return a
+
+    def _power_desktops(self, idx: list[int], action: PowerAction) -> None:
+        m = self._vdi_model()
+        arr = np.asarray(idx, dtype=np.int64)
+        if action is PowerAction.ON:
+            m.power_on(arr)
+        elif action is PowerAction.FORCE_OFF:
+            m.force_off(arr)
+        elif action is PowerAction.SHUTDOWN:
+            m.shutdown(arr, restart=False)
+        elif action is PowerAction.RESTART:
+            m.shutdown(arr, restart=True)
+        else:  # FORCE_RESTART, POWER_CYCLE
+            m.reset(arr)
+
+    def power_many(self, vms: list[str], action: PowerAction) -> None:
+        with self._lock:
+            self._sync()
+            self._power_desktops([self._desktop(v) for v in vms], PowerAction(action))
+
+    def desktops(self) -> tuple[DesktopState, ...]:
+        with self._lock:
+            self._sync()
+            m = self._vdi_model()
+            return views.desktop_states(m, np.arange(m.n), self._desktop_ips)
+
+    def desktop_state(self, vm: str) -> DesktopState:
+        with self._lock:
+            self._sync()
+            return views.desktop_states(self._vdi_model(), np.array([self._desktop(vm)]), self._desktop_ips)[
+                0
+            ]
+
+    def host_perf(self, host: str) -> HostPerf:
+        with self._lock:
+            self._sync()
+            m = self._vdi_model()
+            h = next((k for k, hh in enumerate(m.topo.hosts) if hh.name == host), None)
+            if h is None:
+                raise KeyError(
+                    f"{host}: no such ESXi host (hosts: {', '.join(x.name for x in m.topo.hosts)})"
+                )
+            return views.host_perf(m, h)
+
+    def vm_perf(self, vms: list[str] | None = None) -> tuple[VmPerf, ...]:
+        with self._lock:
+            self._sync()
+            m = self._vdi_model()
+            idx = np.arange(m.n) if vms is None else np.array([self._desktop(v) for v in vms], dtype=np.int64)
+            return views.vm_perf(m, idx)
+
+    def datastore_perf(self, host: str | None = None) -> tuple[DatastorePerf, ...]:
+        with self._lock:
+            self._sync()
+            m = self._vdi_model()
+            h = None
+            if host is not None:
+                h = next((k for k, hh in enumerate(m.topo.hosts) if hh.name == host), None)
+                if h is None:
+                    raise KeyError(f"{host}: no such ESXi host")
+            return views.datastore_perf(m, h)
+
+    def array_volume_counters(self, array: str) -> tuple[ArrayVolumeCounters, ...]:
+        with self._lock:
+            self._sync()
+            return views.volume_counters(self._vdi_model(), self._known_array(array))
+
+    def array_tier_counters(self, array: str) -> tuple[ArrayTierCounters, ...]:
+        with self._lock:
+            self._sync()
+            return views.tier_counters(self._vdi_model(), self._known_array(array))
+
+    def array_controller_counters(self, array: str) -> tuple[ArrayControllerCounters, ...]:
+        with self._lock:
+            self._sync()
+            return views.controller_counters(self._vdi_model(), self._known_array(array))
+
+    def set_host_maintenance(self, host: str, on: bool) -> None:
+        with self._lock:
+            self._sync()
+            m = self._vdi_model()
+            h = next((k for k, hh in enumerate(m.topo.hosts) if hh.name == host), None)
+            if h is None:
+                raise KeyError(f"{host}: no such ESXi host")
+            m.set_maintenance(h, on)
+
+    def start_session(self, desktop: str, user: str) -> SessionInfo:
+        with self._lock:
+            self._sync()
+            m = self._vdi_model()
+            d = self._desktop(desktop)
+            why = m.refusal(d)
+            if why is not None:
+                raise SessionRefused(f"desktop {desktop} cannot take a session: {why}")
+            fails = self.faults is not None and self.faults.active(FaultKind.SESSION_LOGIN_FAILS, desktop)
+            return views.session_info(m, m.start_session(d, user, fails=fails))
+
+    def _session(self, session_id: str) -> int:
+        m = self._vdi_model()
+        sid = m.session_ids.get(session_id)
+        if sid is None:
+            raise KeyError(f"{session_id}: no such session")
+        return sid
+
+    def session(self, session_id: str) -> SessionInfo:
+        with self._lock:
+            self._sync()
+            m = self._vdi_model()
+            return views.session_info(m, m.sessions[self._session(session_id)])
+
+    def session_operations(self, session_id: str, since: int = 0) -> tuple[OperationTiming, ...]:
+        with self._lock:
+            self._sync()
+            return views.session_operations(self._vdi_model(), self._session(session_id), since)
+
+    def logoff(self, session_id: str) -> SessionInfo:
+        with self._lock:
+            self._sync()
+            m = self._vdi_model()
+            return views.session_info(m, m.logoff(self._session(session_id)))
 
     # --- for tests and tools -------------------------------------------------------------------
     def machines_of_kind(self, kind: MachineKind) -> list[str]:

@@ -1,0 +1,107 @@
+"""VMs: vCenter tasks, one batch per vCenter (power on is one PowerOnMultiVM per datacenter).
+
+Arming logs in and finds the VMs; firing starts every vCenter's batch at once. Sent = when the
+task started (vCenter's TaskInfo.startTime, else the call); delivered = when the task finished
+(the VM's power state changed), or None for a guest operation (RebootGuest is a call, not a task).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import ClassVar
+
+from labctl.drivers.power_verbs import PowerVerb
+from labctl.drivers.vsphere import VCenterClient
+from labctl.errors import EndpointError
+from labctl.inventory.model import Machine, PowerKind
+from labctl.lab.power.backend import Gate, Report, in_pool, outcome, together
+from labctl.lab.power.model import STATE_OF_READING, MachineState, State
+from labctl.lab.session import LabSession, by_vcenter
+
+
+class VCenterBackend:
+    kind: ClassVar[PowerKind] = PowerKind.VCENTER
+
+    def __init__(self, session: LabSession):
+        self.s = session
+
+    def act(self, verb: PowerVerb, machines: Sequence[Machine], gate: Gate, report: Report) -> None:
+        clock = self.s.clock
+        armed: list[tuple[VCenterClient, list[Machine]]] = []
+        lock = threading.Lock()
+
+        def arm(item: tuple[str, list[Machine]]) -> None:
+            vc_name, ms = item
+            try:
+                vc = self.s.vcenter(vc_name)
+                vc.vm_refs([m.name for m in ms])  # the inventory read now, not at the burst
+            except EndpointError as exc:
+                for m in ms:
+                    report(outcome(clock, self.kind, m, False, exc.reason, exc.fix))
+                return
+            with lock:
+                armed.append((vc, ms))
+
+        groups = list(by_vcenter(machines).items())
+        try:
+            in_pool(arm, groups, max(1, len(groups)), "vcenter-arm")
+        except BaseException:
+            gate.leave(self.kind.value)  # arming crashed: do not hold the other backends
+            raise
+        gate.pass_(self.kind.value)
+
+        def fire(item: tuple[VCenterClient, list[Machine]]) -> None:
+            vc, ms = item
+            try:
+                result = vc.act(verb, [m.name for m in ms])
+            except EndpointError as exc:
+                for m in ms:
+                    report(outcome(clock, self.kind, m, False, exc.reason, exc.fix))
+                return
+            for m in ms:
+                o = result.outcomes.get(m.name)
+                if o is None:
+                    report(outcome(clock, self.kind, m, False, "vCenter reported nothing for it"))
+                elif o.ok:
+                    started = o.started_wall or result.dispatch_first_wall
+                    detail = "task succeeded" if o.finished_wall else "sent"
+                    report(
+                        outcome(
+                            clock,
+                            self.kind,
+                            m,
+                            True,
+                            detail,
+                            sent_wall=started,
+                            delivered_wall=o.finished_wall,
+                        )
+                    )
+                else:
+                    report(outcome(clock, self.kind, m, False, f"{o.state}: {o.error}"))
+
+        together(fire, armed, "vcenter")
+
+    def states(self, machines: Sequence[Machine]) -> dict[str, MachineState]:
+        out: dict[str, MachineState] = {}
+        for vc_name, ms in by_vcenter(machines).items():
+            try:
+                inv = self.s.vcenter(vc_name).inventory()
+            except EndpointError as exc:
+                for m in ms:
+                    out[m.name] = MachineState(m.name, m.kind.value, State.UNKNOWN, str(exc), "vcenter")
+                continue
+            for m in ms:
+                info = inv.get(m.name)
+                if info is None:
+                    out[m.name] = MachineState(
+                        m.name, m.kind.value, State.UNKNOWN, f"no VM named {m.name} in {vc_name}", "vcenter"
+                    )
+                    continue
+                st = STATE_OF_READING[info.reading]
+                if st is State.ON and not info.tools_running:
+                    detail = "powered on, guest tools not running"
+                else:
+                    detail = info.power_state + (f", ip {info.ip}" if info.ip else "")
+                out[m.name] = MachineState(m.name, m.kind.value, st, detail, "vcenter")
+        return out

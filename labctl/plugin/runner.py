@@ -1,0 +1,310 @@
+"""The generic cell runner: everything around a scenario that is not plan content.
+
+    cell = runner.run(BootStorm(50, params), cell_id="boot_storm-standalone-050")
+
+1. the lab session for the cell's configuration (the simulator is started or switched as needed);
+2. a recorder on the lab's sources for the cell, a provisional summary (``interrupted``: what a
+   killed run leaves), the live display;
+3. ``scenario.run(session, ctx)`` with a :class:`RunnerContext` (progress, steps, the stop and
+   abort events of the interrupt handler, the series recorded so far);
+4. the recorder stops; :func:`~labctl.recorder.cell_record.judged_record` summarises the series
+   over the scenario's window and judges the criteria (a cell that broke off or was interrupted
+   gets :func:`~labctl.recorder.cell_record.broken_record` instead: what it measured, no verdict
+   on a partial window); the outcome is the worst of what the scenario saw and the verdict, with a
+   one-line reason;
+5. the :class:`CellRecord` goes to every sink (run folder, Allure, JUnit);
+6. the cell ends with the exception that gives pytest and Allure its status: ThresholdFailure
+   (failed), LabFault / NoDataError / Interrupted (broken), or the scenario's own error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from labctl.criteria.errors import LabFault, NoDataError, ThresholdFailure
+from labctl.criteria.model import load_criteria
+from labctl.criteria.variables import Names, lab_names
+from labctl.errors import BadInputError, LabctlError
+from labctl.lab.lease import Lease
+from labctl.plugin.environment import LabEnvironment
+from labctl.plugin.interrupts import Interrupts
+from labctl.plugin.live import CellDisplay, Terminal
+from labctl.recorder import Recorder
+from labctl.recorder.cell_record import broken_record, judged_record
+from labctl.recorder.sinks import AllureSink, JUnitSink, RunFolderSink, SinkSet
+from labctl.records.run_record import (
+    CellRecord,
+    CellSummary,
+    CellVerdict,
+    CriterionVerdict,
+    Outcome,
+    RunInfo,
+    Window,
+)
+from labctl.records.series import Series
+from labctl.scenarios.base import CellHead, Progress, Scenario, ScenarioResult
+
+log = logging.getLogger(__name__)
+
+LIVE_METRICS = ("cpu_pct", "nic_sent_util_pct", "disk_queue_len")  # the display's figures, busiest entity
+
+
+@dataclass
+class Interrupted(Exception):
+    """The run was interrupted during the cell (its record says ``interrupted``)."""
+
+
+@dataclass
+class CellRun:
+    """A finished cell: the scenario's typed result and the record every sink received."""
+
+    result: ScenarioResult | None
+    record: CellRecord
+
+    @property
+    def summary(self) -> CellSummary:
+        return self.record.summary
+
+    @property
+    def verdict(self) -> CellVerdict | None:
+        return self.record.verdict
+
+
+class RunnerContext:
+    """The :class:`~labctl.scenarios.base.CellContext` a scenario gets from the runner."""
+
+    def __init__(
+        self, cell_id: str, interrupts: Interrupts, display: CellDisplay, recorder: Recorder, timeline: Any
+    ):
+        self.cell_id = cell_id
+        self.stop = interrupts.stop
+        self.abort = interrupts.abort
+        self.display = display
+        self.recorder = recorder
+        self.timeline = timeline
+        self.phase = "start"
+
+    def progress(self, p: Progress) -> None:
+        if not self.stop.is_set():  # the phase the interrupt came in, for the cell's reason
+            self.phase = p.phase
+        self.display.update(p)
+
+    @contextlib.contextmanager
+    def step(self, title: str) -> Iterator[None]:
+        """A step of the cell on the timeline (the Allure sink shows the summary's phases)."""
+        self.timeline.append("phase.start", self.cell_id, title=title)
+        try:
+            yield
+        finally:
+            self.timeline.append("phase.end", self.cell_id, title=title)
+
+    def series(
+        self, *, source: str | None = None, entity: str | None = None, metric: str | None = None
+    ) -> list[Series]:
+        return self.recorder.series(cell=self.cell_id, source=source, entity=entity, metric=metric)
+
+
+@dataclass
+class CellRunner:
+    """Runs the cells of one plan session; see the module docstring."""
+
+    plan: str
+    run_folder: Any  # labctl.recorder.runfolder.RunFolder
+    env: LabEnvironment
+    interrupts: Interrupts
+    terminal: Terminal
+    lease: Lease | None = None  # the lab lease this session holds (``lost`` is set if it lapsed)
+    _folder: RunFolderSink | None = field(default=None, init=False)
+    _allure: AllureSink | None = field(default=None, init=False)
+    _junit: JUnitSink | None = field(default=None, init=False)
+
+    def run(
+        self,
+        scenario: Scenario,
+        *,
+        cell_id: str,
+        configuration: str | None = None,
+        criteria: Path | None = None,
+    ) -> CellRun:
+        with self.interrupts.busy():
+            return self._run(scenario, cell_id, configuration, criteria)
+
+    def _run(self, scenario: Scenario, cid: str, configuration: str | None, criteria: Path | None) -> CellRun:
+        try:
+            session = self.env.session(configuration)
+        except BadInputError as exc:  # e.g. another simulated lab is up: the session cannot go on
+            import pytest  # the runner runs inside a pytest session
+
+            pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+        except LabctlError as exc:  # the lab (or its simulator) did not come up: this cell is broken
+            raise LabFault(f"{cid}: {exc}") from exc
+        cfg = self.env.configuration or "default"
+        head = CellHead(cid, self.plan, scenario.name, self.env.configuration, scenario.parameters())
+        recorder = Recorder(
+            self.run_folder,
+            _sources(session, scenario.sample_interval_s()),
+            clock=session.clock,
+            interval_s=scenario.poll_interval_s(),  # polled sources; typeperf streams at its own -si
+            cell=cid,
+        )
+        recorder.attach(session.timeline)
+        sinks = self._sinks(recorder)
+        started = session.clock.now()
+        self.folder.cell_started(
+            _bare(
+                head, Outcome.INTERRUPTED, "the run ended before this cell finished (killed?): see series.csv"
+            )
+        )
+        recorder.record(
+            "cell.start", cid, plan=self.plan, scenario=scenario.name, configuration=cfg, **head.parameters
+        )
+        display = CellDisplay(self.terminal, cid, _latest(recorder, cid))
+        self.interrupts.say = display.note
+        ctx = RunnerContext(cid, self.interrupts, display, recorder, session.timeline)
+        result: ScenarioResult | None = None
+        broke: BaseException | None = None
+        recorder.start()
+        try:
+            result = scenario.run(session, ctx)
+        except (Exception, KeyboardInterrupt) as exc:
+            broke = exc
+        finally:
+            display.close()
+            self.interrupts.say = self.terminal.line
+            recorder.record("cell.end", cid)
+            recorder.stop()
+
+        names = self._names(session, result, head)
+        judge = load_criteria(criteria, names) if criteria else None  # checked at collection already
+        measured = Window(start_ts_s=started, end_ts_s=session.clock.now())
+        interrupted = self.interrupts.requested or isinstance(broke, KeyboardInterrupt)
+        if interrupted:
+            partial = result.summary(head) if result is not None else None
+            why = self.interrupts.reason or "Ctrl-C"
+            if partial is not None and partial.window is not None:
+                why += f" during {ctx.phase}; {partial.window.duration_s:.0f} lab s of the window measured"
+            else:
+                why += f" during {ctx.phase}"
+            record = broken_record(head, recorder, Outcome.INTERRUPTED, why, summary=partial, window=measured)
+        elif broke is not None:
+            lab = isinstance(broke, LabctlError) and not isinstance(broke, BadInputError)
+            record = broken_record(
+                head, recorder, Outcome.LAB_FAULT if lab else Outcome.ERROR, broke, window=measured
+            )
+        else:
+            assert result is not None
+            summary = result.summary(head)
+            if summary.window is None:
+                summary = summary.model_copy(update={"window": measured})
+            faults = []
+            if self.lease is not None and self.lease.lost.is_set():
+                faults.append(f"the lease on the lab was lost during the cell ({self.lease.lost_reason})")
+            try:
+                record = judged_record(summary, recorder, judge, names, lab_faults=faults)
+            except LabctlError as exc:  # checked at collection; a cell's own names can still fail
+                broke = exc
+                record = broken_record(head, recorder, Outcome.ERROR, exc, summary=summary)
+        sinks.cell_finished(record, recorder)
+        restore = record.summary.restore
+        if self.interrupts.abort.is_set() and restore is not None and not restore.ok:
+            self.terminal.line(f"{cid}: restore abandoned: {restore.detail}")
+        cell = CellRun(result, record)
+        self._raise(cell, broke)
+        return cell
+
+    @property
+    def folder(self) -> RunFolderSink:
+        if self._folder is None:
+            self._folder = RunFolderSink(self.run_folder)
+        return self._folder
+
+    def _sinks(self, recorder: Recorder) -> SinkSet:
+        """Every output of the cell: the run folder (summary.json, verdicts.json), Allure (its
+        evidence charts drawn by the report's chart helpers) and JUnit (junit.xml)."""
+        if self._allure is None:
+            self._allure = AllureSink(self.run_folder, chart=_evidence_png)
+        if self._junit is None:
+            self._junit = JUnitSink(self.run_folder)
+        return SinkSet(self.run_folder, [self.folder, self._allure, self._junit])
+
+    def finish(self, info: RunInfo) -> None:
+        """The run ended: the sinks that write per run (junit.xml, Allure categories)."""
+        SinkSet(self.run_folder, [s for s in (self._allure, self._junit) if s is not None]).run_finished(info)
+
+    @staticmethod
+    def _names(session: Any, result: ScenarioResult | None, head: CellHead) -> Names:
+        variables = {**head.parameters, **(result.criteria_variables() if result is not None else {})}
+        return lab_names(session.lab).with_vars(variables)
+
+    def _raise(self, cell: CellRun, broke: BaseException | None) -> None:
+        outcome, reason = cell.record.outcome, f"{cell.record.cell}: {cell.record.summary.reason}"
+        if outcome is Outcome.INTERRUPTED:
+            if isinstance(broke, KeyboardInterrupt):
+                raise broke
+            raise Interrupted(reason)
+        if outcome is Outcome.ERROR and broke is not None:
+            raise broke
+        if outcome is Outcome.LAB_FAULT:
+            raise LabFault(reason) from broke
+        if outcome is Outcome.FAIL:
+            raise ThresholdFailure(reason)
+        if outcome is Outcome.NO_DATA:
+            raise NoDataError(reason)
+
+
+def _bare(head: CellHead, outcome: Outcome, reason: str) -> CellSummary:
+    """A summary with only what the runner knows: who the cell is and how it ended."""
+    return CellSummary(
+        cell=head.cell,
+        plan=head.plan,
+        scenario=head.scenario,
+        configuration=head.configuration,
+        parameters=head.parameters,
+        outcome=outcome,
+        reason=reason,
+    )
+
+
+def _sources(session: Any, interval_s: float) -> list[Any]:
+    """Every metric source the lab offers for a cell, typeperf streaming at ``interval_s``."""
+    return list(session.sources.for_plan(interval_s=interval_s))
+
+
+def _evidence_png(verdict: CriterionVerdict, series: Sequence[Series]) -> bytes:
+    """A criterion's evidence as a PNG chart, for the Allure sink."""
+    from labctl.report import charts  # matplotlib: drawn only for a criterion that did not pass
+
+    return charts.png(charts.evidence(verdict, series))  # type: ignore[arg-type]  # typed by the report's rework
+
+
+def _latest(recorder: Recorder, cell: str) -> Any:
+    """The busiest entity's latest CPU, NIC and disk queue for the display, read at most once a
+    wall second (a copy of the recorded series is not free)."""
+    cache: dict[str, float] = {}
+    read_at = [0.0]
+    lock = threading.Lock()
+
+    def latest() -> dict[str, float]:
+        with lock:
+            if time.monotonic() - read_at[0] < 1.0:
+                return dict(cache)
+            read_at[0] = time.monotonic()
+            cache.clear()
+            for metric in LIVE_METRICS:
+                values = [
+                    s.values[-1]
+                    for s in recorder.series(cell=cell, source="typeperf", metric=metric)
+                    if len(s) and "Loopback" not in s.entity and not s.entity.endswith("_Total")
+                ]
+                if values:
+                    cache[metric] = max(values)
+            return dict(cache)
+
+    return latest

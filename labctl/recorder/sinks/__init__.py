@@ -1,0 +1,99 @@
+"""Output sinks, as OpenHTF's output callbacks: every output of a run consumes the same typed
+records, one cell at a time, and once more when the run ends.
+
+    sinks = SinkSet(run, [RunFolderSink(run), AllureSink(run, chart=...), JUnitSink(run)])
+    sinks.cell_finished(record, recorder)   # after each cell (recorder: its series, for evidence)
+    sinks.run_finished(run.finish(outcome, reason))
+
+- :class:`RunFolderSink`: ``cells/<id>/summary.json`` and ``verdicts.json`` (their only writer),
+  the cell's id in ``run.json``.
+- :class:`AllureSink`: one Allure test result per cell in ``allure-results/``.
+- :class:`JUnitSink`: ``junit.xml`` for CI servers, one test case per cell.
+
+A sink never raises into the runner: :class:`SinkSet` logs a failing sink and appends a
+``sink.error`` event to ``events.jsonl``, and the other sinks still get the record.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from labctl.recorder.series import EVENTS_FILE, EventWriter, event_record, run_path
+from labctl.recorder.sinks.allure import AllureSink
+from labctl.recorder.sinks.junit import JUnitSink
+from labctl.recorder.sinks.runfolder import RunFolderSink
+from labctl.records.run_record import CellRecord, RunInfo
+from labctl.records.samples import Event
+from labctl.records.series import SeriesProvider
+
+log = logging.getLogger(__name__)
+
+__all__ = ["AllureSink", "JUnitSink", "RunFolderSink", "Sink", "SinkSet"]
+
+
+@runtime_checkable
+class Sink(Protocol):
+    """An output of a run. ``cell_finished`` gets every cell's record as the cell ends (a sink
+    may take the cell's series as a second argument, ``data``); ``run_finished`` the final
+    ``run.json`` content. Both may be called from the thread that ran the cell."""
+
+    def cell_finished(self, record: CellRecord) -> None: ...
+
+    def run_finished(self, info: RunInfo) -> None: ...
+
+
+def _takes_data(method: Any) -> bool:
+    try:
+        return len(inspect.signature(method).parameters) >= 2
+    except (TypeError, ValueError):
+        return False
+
+
+class SinkSet:
+    """Hands every record to every sink; a sink that raises is logged and recorded as a
+    ``sink.error`` event (target: the sink's class), never raised into the runner."""
+
+    def __init__(self, run: Any, sinks: Sequence[Sink], *, clock: Any = None, redactor: Any = None):
+        self.path = run_path(run)
+        self.sinks = list(sinks)
+        self.clock = clock or getattr(run, "clock", None)
+        self.redactor = redactor or getattr(run, "redactor", None)
+        self.errors: list[str] = []  # one line per failure, for the runner's summary
+
+    def cell_finished(self, record: CellRecord, data: SeriesProvider | None = None) -> None:
+        for sink in self.sinks:
+            try:
+                if data is not None and _takes_data(sink.cell_finished):
+                    sink.cell_finished(record, data)  # type: ignore[call-arg]
+                else:
+                    sink.cell_finished(record)
+            except Exception as exc:
+                self._failed(sink, "cell_finished", exc, record.cell)
+
+    def run_finished(self, info: RunInfo) -> None:
+        for sink in self.sinks:
+            try:
+                sink.run_finished(info)
+            except Exception as exc:
+                self._failed(sink, "run_finished", exc, "")
+
+    def _failed(self, sink: Sink, call: str, exc: Exception, cell: str) -> None:
+        name = type(sink).__name__
+        error = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+        if self.redactor is not None:
+            error = self.redactor.text(error)
+        line = f"{name}.{call}" + (f" ({cell})" if cell else "") + f": {error}"
+        self.errors.append(line)
+        log.warning("output sink failed: %s", line, exc_info=exc)
+        now = self.clock.now() if self.clock is not None else time.time()
+        writer = EventWriter(self.path / EVENTS_FILE)
+        try:
+            writer.write([event_record(Event(now, "sink.error", name, {"call": call, "error": error}), cell)])
+        except OSError as write_error:  # the run folder itself is failing: the log has it
+            log.warning("could not record the sink error in %s: %s", self.path, write_error)
+        finally:
+            writer.close()

@@ -1,0 +1,135 @@
+"""`labctl lease list|take|release|break`: reserving a lab from the shell, seeing who holds what and
+for how long, being refused in one line by a run's lease, and the same against a NATS hub."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from labctl.agents.nats_server import NatsServer
+from labctl.cli import cli
+from labctl.cli.common import run_cli
+from labctl.lab.lease import this_host, this_user
+from labctl.lab.lease_file import FileLeaseStore
+from tests.nats_server import unique_bucket
+
+ME = f"{this_user()}@{this_host()}"
+
+
+@pytest.fixture
+def lease_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("LABCTL_HUB", raising=False)
+    monkeypatch.setenv("LABCTL_LEASE_DIR", str(tmp_path / "leases"))
+    monkeypatch.setenv("COLUMNS", "200")
+    return tmp_path / "leases"
+
+
+@pytest.fixture
+def labctl(capsys: pytest.CaptureFixture[str]):
+    def run(*args: str) -> tuple[int, str, str]:
+        code = run_cli(cli, ["lease", *args])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
+
+
+def listed(labctl) -> list[dict]:
+    code, out, err = labctl("list", "--json")
+    assert code == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_reserve_list_extend_and_release_a_lab_from_the_shell(lease_dir: Path, labctl) -> None:
+    code, out, err = labctl("take", "sim-2007", "--ttl", "8h", "--note", "firmware update")
+    assert code == 0, err
+    assert out.startswith(f"leased lab:sim-2007 to {ME} until ")
+    assert "`labctl lease release lab:sim-2007`" in out
+    (row,) = listed(labctl)
+    assert row["resource"] == "lab:sim-2007" and row["ttl_s"] == 8 * 3600
+    assert row["holder"] == f"{ME} (by hand: firmware update)" and row["holder_pid"] is None
+    code, out, _ = labctl("list")
+    assert out.startswith(f"leases in {lease_dir}:\n")
+    (line,) = [x for x in out.splitlines() if x.startswith("lab:sim-2007")]
+    assert f"{ME} (by hand: firmware update)" in line and line.rstrip().endswith("8 h")  # the TTL
+    # the command's process has exited: the reservation is still there; taking it again extends it
+    code, _, err = labctl("take", "lab:sim-2007", "--ttl", "1h30m")
+    assert code == 0, err
+    (again,) = listed(labctl)
+    assert again["ttl_s"] == 5400 and again["taken_at"] == row["taken_at"]
+    code, out, err = labctl("release", "sim-2007")
+    assert (code, out.strip()) == (0, "released lab:sim-2007"), err
+    assert listed(labctl) == []
+    code, _, err = labctl("release", "sim-2007")
+    assert code == 2 and "lab:sim-2007 is not leased" in err
+
+
+def test_a_runs_lease_refuses_a_reservation_in_one_line_naming_the_run(lease_dir: Path, labctl) -> None:
+    with (
+        FileLeaseStore(lease_dir) as store,
+        store.take("lab:sim-2007", "ci@runner pid 4242 (labctl run boot_storm)", ttl_s=30),
+    ):
+        code, out, err = labctl("take", "sim-2007")
+        assert code == 2 and out == ""
+        assert err.count("\n") == 1
+        assert err.startswith(
+            "error: lab:sim-2007 is leased by ci@runner pid 4242 (labctl run boot_storm) for "
+        )
+        code, _, err = labctl("release", "sim-2007")  # not ours to release
+        assert code == 2 and "not reserved by" in err and "labctl lease break lab:sim-2007" in err
+        code, out, err = labctl("break", "lab:sim-2007")
+        assert code == 0, err
+        assert out.startswith("broke the lease of lab:sim-2007: held by ci@runner pid 4242")
+        assert listed(labctl) == []
+
+
+def test_shared_reservations_show_every_holder(lease_dir: Path, labctl) -> None:
+    with FileLeaseStore(lease_dir) as store:
+        store.take("switch:pc6248", "lab A run", ttl_s=30, shared=True)
+        code, out, err = labctl("take", "switch:pc6248", "--shared", "--ttl", "10m")
+        assert code == 0, err
+        assert "(shared with 1 other holder(s))" in out
+        code, out, _ = labctl("list")
+        assert "switch:pc6248 (shared)" in out and "2 holders: lab A run;" in out
+        code, out, _ = labctl("release", "switch:pc6248")
+        assert out.strip() == "released switch:pc6248 (still held by lab A run)"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["take", "lab:a b"], "is not kind:name"),
+        (["take", "sim-2007", "--ttl", "3 weeks"], "is not a duration"),
+        (["take", "sim-2007", "--ttl", "8d"], "lease TTL 691200.0 s is out of range"),
+        (["take", "sim-2007", "--ttl", "0s"], "out of range"),
+        (["break", "lab:$(reboot)"], "is not kind:name"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(lease_dir: Path, labctl, args: list[str], message: str) -> None:
+    code, _, err = labctl(*args)
+    assert code == 2 and message in err
+
+
+def test_break_of_a_free_resource_says_so(lease_dir: Path, labctl) -> None:
+    code, out, _ = labctl("break", "sim-2007")
+    assert (code, out.strip()) == (0, "lab:sim-2007 was not leased")
+
+
+def test_the_same_commands_against_a_nats_hub(
+    lease_dir: Path, labctl, shared_nats_hub: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bucket = unique_bucket()
+    monkeypatch.setenv("LABCTL_LEASE_BUCKET", bucket)
+    code, out, err = labctl("take", "sim-2007", "--hub", shared_nats_hub.url, "--ttl", "2h")
+    assert code == 0, err
+    assert not lease_dir.exists() or not list(lease_dir.iterdir())  # on the hub, not in this machine's folder
+    monkeypatch.setenv("LABCTL_HUB", shared_nats_hub.url)
+    (row,) = listed(labctl)
+    assert row["holder"] == f"{ME} (by hand)" and row["ttl_s"] == 7200
+    code, out, _ = labctl("list")
+    assert out.startswith(f"leases in {shared_nats_hub.url} bucket {bucket}:")
+    code, out, err = labctl("release", "sim-2007")
+    assert code == 0, err
+    assert listed(labctl) == []
