@@ -14,7 +14,9 @@ per endpoint in flight in its own thread:
   that failed or ran past its deadline is *suspect* and is not waited for until it answers again,
   so a BMC that hangs costs the others one deadline, once;
 - a read still running past its ``deadline_wall_s`` is an error for that endpoint at every poll
-  until it ends (no second read is started on it meanwhile, so a hung endpoint costs one thread).
+  until it ends (no second read is started on it meanwhile, so a hung endpoint costs one thread);
+- a failed endpoint stays failed until a read of it succeeds: while its next read is under way,
+  each poll repeats the last error (it never looks recovered between two failures).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ class EndpointPoller(Generic[E, R]):
         self.deadline_text = deadline_text or f"{deadline_wall_s:g} s"
         self._lock = threading.Lock()
         self._flight: dict[E, _InFlight[R]] = {}
-        self._suspect: set[E] = set()  # last read failed or overran: not waited for
+        self._suspect: dict[E, str] = {}  # last read failed or overran (why): not waited for
         self._pool: ThreadPoolExecutor | None = None
         self._closed = False
 
@@ -99,15 +101,15 @@ class EndpointPoller(Generic[E, R]):
                     exc = f.future.exception()
                     if exc is None:
                         results[ep] = f.future.result()
-                        self._suspect.discard(ep)
+                        self._suspect.pop(ep, None)
                     else:
-                        errors[ep] = self.describe(ep, exc)
-                        self._suspect.add(ep)
+                        errors[ep] = self._suspect[ep] = self.describe(ep, exc)
                 elif now - f.started_wall_s >= self.deadline_wall_s:
-                    errors[ep] = (
+                    errors[ep] = self._suspect[ep] = (
                         f"{self._name(ep)}: no answer within {self.deadline_text} (the read is still running)"
                     )
-                    self._suspect.add(ep)
+                elif ep in self._suspect:  # failed before, asked again, no answer yet
+                    errors[ep] = self._suspect[ep]
         return results, errors
 
     def describe(self, ep: E, exc: BaseException) -> str:
