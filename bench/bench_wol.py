@@ -28,10 +28,12 @@ def mac(i: int) -> str:
 
 
 class Listener:
-    def __init__(self, addr: str):
+    """Counts the magic packets (and the MACs) arriving on ``addr``; port 0: a free one."""
+
+    def __init__(self, addr: str, port: int = 0):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024 * 1024)
-        self.sock.bind((addr, 0))
+        self.sock.bind((addr, port))
         self.sock.settimeout(0.1)
         self.port = self.sock.getsockname()[1]
         self.count = 0

@@ -9,7 +9,7 @@ Standalone cells already measured in this run (labctl run 2007) are reused.
 import pytest
 
 from labctl.inventory.model import Lab
-from labctl.plugin.comparison import side_by_side
+from labctl.report.ha_comparison import side_by_side
 from labctl.scenarios.boot_storm import BootStorm, BootStormSettings
 from labctl.scenarios.copy_reboot import CopyPath, CopyReboot, CopyRebootSettings
 from labctl.scenarios.settings import CellValues, Count, GroupName, Pair

@@ -12,7 +12,7 @@ import pytest
 
 from labctl.cli import cli
 from labctl.cli.common import run_cli
-from tests.report.synthetic import make_run as make_untyped_run
+from tests.report.synthetic import make_untyped_run
 from tests.store.runs import cell_id, make_run
 
 Labctl = Callable[..., tuple[int, str]]

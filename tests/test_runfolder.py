@@ -281,7 +281,7 @@ def test_a_format_1_run_json_and_a_torn_folder_still_read(tmp_path: Path) -> Non
 
 
 def test_cell_files_read_typed_upgrade_format_1_and_skip_what_is_torn(tmp_path: Path) -> None:
-    from labctl.recorder import cells as legacy_cells
+    from labctl.recorder.atomic import write_json_atomic
     from labctl.recorder.cell_files import read_cell_summaries, read_cell_verdicts, write_cell_files
     from labctl.records.run_record import CellRecord, CellSummary, ClientOutcome, Outcome, Window
 
@@ -301,10 +301,10 @@ def test_cell_files_read_typed_upgrade_format_1_and_skip_what_is_torn(tmp_path: 
         extra={"wake_spread_s": 0.2},
     )
     write_cell_files(tmp_path, CellRecord(summary=typed))
-    legacy_cells.write_cell_summary(
-        tmp_path,
-        "boot_storm-standalone-005",
+    write_json_atomic(  # a format-1 summary, as labctl wrote them before the typed record
+        tmp_path / "cells" / "boot_storm-standalone-005" / "summary.json",
         {
+            "cell": "boot_storm-standalone-005",
             "plan": "boot_storm",
             "scenario": "boot_storm",
             "configuration": "standalone",
@@ -363,7 +363,3 @@ def test_cell_files_read_typed_upgrade_format_1_and_skip_what_is_torn(tmp_path: 
     assert old.metric("typeperf", "pvs-01/D:", "disk_queue_len").mean == 3.0  # type: ignore[union-attr]
     verdicts = read_cell_verdicts(tmp_path)
     assert verdicts["boot_storm-standalone-005"].criteria[0].missing == ["optiplex-002"]
-    # the former dict readers (figures page, compare) see format-2 files in the shape they know
-    flat = legacy_cells.read_cell_summaries(tmp_path)["boot_storm-standalone-050"]
-    assert flat["group_size"] == 50 and flat["server"] == "pvs-01" and flat["window_s"] == 360.0
-    assert flat["clients"]["optiplex-001"]["ready"] is True and flat["outcome"] == "marginal"

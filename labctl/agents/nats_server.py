@@ -76,6 +76,7 @@ class NatsServer:
     jetstream: bool
     leaf_remotes: list[str] = field(default_factory=list)  # hubs this leaf node dials out to
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    leaf_host: str | None = None  # where leaf nodes dial in, when not ``host``
 
     @property
     def url(self) -> str:
@@ -85,7 +86,7 @@ class NatsServer:
     def leaf_url(self) -> str:
         if self.leaf_port is None:
             raise NatsServerError(f"{self.name}: accepts no leaf nodes (start it with leaf_listen=True)")
-        return f"nats-leaf://{self.host}:{self.leaf_port}"
+        return f"nats-leaf://{self.leaf_host or self.host}:{self.leaf_port}"
 
     @property
     def monitor_url(self) -> str:
@@ -142,6 +143,7 @@ def _config_text(
     js_domain: str | None,
     leaf_port: int | None,
     leaf_remotes: Sequence[str],
+    leaf_host: str | None = None,
 ) -> str:
     lines = [
         f'server_name: "{name}"',
@@ -153,7 +155,7 @@ def _config_text(
         lines.append(f'jetstream {{ store_dir: "{store_dir}"{domain} }}')
     leaf: list[str] = []
     if leaf_port is not None:
-        leaf.append(f'listen: "{host}:{leaf_port}"')
+        leaf.append(f'listen: "{leaf_host or host}:{leaf_port}"')
     if leaf_remotes:
         remotes = ", ".join(f'{{ url: "{u}" }}' for u in leaf_remotes)
         # dial again soon after the hub comes back (the default waits longer)
@@ -232,19 +234,27 @@ def start_nats_server(
     leaf_listen: bool = False,
     leaf_remotes: Sequence[str] = (),
     ready_timeout_s: float = READY_TIMEOUT_S,
+    leaf_host: str | None = None,
 ) -> NatsServer:
     """Start nats-server with its config, store and log in ``workdir``; return it when ready.
 
     ``jetstream``: with a JetStream store (``workdir/js``) in domain ``js_domain``;
     ``leaf_listen``: accept leaf nodes (a hub); ``leaf_remotes``: hubs to dial out to (a leaf node,
-    e.g. ``[hub.leaf_url]``). Every port is a free one the server picks.
+    e.g. ``[hub.leaf_url]``); ``leaf_host``: accept leaf nodes on this address instead of ``host``
+    (e.g. a bridge that only the tests' network namespaces reach). Every port is a free one the
+    server picks.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     config_file = workdir / f"{name}.conf"
     log_file = workdir / f"{name}.log"
     store_dir = workdir / "js" if jetstream else None
     common: dict[str, Any] = dict(
-        name=name, host=host, store_dir=store_dir, js_domain=js_domain, leaf_remotes=leaf_remotes
+        name=name,
+        host=host,
+        store_dir=store_dir,
+        js_domain=js_domain,
+        leaf_remotes=leaf_remotes,
+        leaf_host=leaf_host,
     )
     config_file.write_text(
         _config_text(port=-1, monitor_port=-1, leaf_port=-1 if leaf_listen else None, **common)
@@ -264,6 +274,7 @@ def start_nats_server(
         jetstream=jetstream,
         leaf_remotes=list(leaf_remotes),
         proc=proc,
+        leaf_host=leaf_host,
     )
     try:
         ports = _read_ports(workdir, proc, deadline)

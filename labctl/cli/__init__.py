@@ -30,8 +30,10 @@ def cli() -> None:
 
 def _register() -> None:
     from labctl.cli import check_cmd, compare_cmd, inventory_cmd, power_cmd, report_cmd, run_cmd, sim_cmd
+    from labctl.cli.agent_cmd import agent, agents
     from labctl.cli.baseline_cmd import baseline
     from labctl.cli.lease_cmd import lease
+    from labctl.cli.quarantine_cmd import quarantine
     from labctl.cli.runs_cmd import runs
     from labctl.cli.size_cmd import size
 
@@ -44,6 +46,9 @@ def _register() -> None:
         report_cmd.report,
         compare_cmd.compare,
         lease,
+        agent,
+        agents,
+        quarantine,
         size,
         runs,
         baseline,

@@ -20,10 +20,13 @@ def report(run: str | None, results_dir: Path | None, history: bool, open_: bool
     \b
     Writes, inside the run folder:
       report/index.html    the Allure report: one file that works offline
-      report/figures.html  the paper's figures: boot time and retries vs group size,
-                           CPU / memory / NIC / disk queue over time per group size
+      report/figures.html  the paper's figures: a results table (status and reason first),
+                           boot time and retries vs group size, server counters over time
+                           per group size, the copy/reboot matrix per split with the copy
+                           paths side by side, standalone vs HA
     Allure history (trends across runs) goes to <results>/allure-history.jsonl.
-    Reads the run folder only; never talks to the lab.
+    Reads the run folder only; never talks to the lab. A run that was interrupted or killed
+    (run.json still says running) gets both pages too, showing what it measured.
 
     \b
     Examples:

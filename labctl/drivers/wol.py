@@ -78,8 +78,13 @@ class WolSender:
         self.relay_timeout_s = relay_timeout_s
         self._clock = clock
 
-    def wake(self, targets: Sequence[WolTarget]) -> WolDispatch:
-        """Send the burst. Local routes go out together; relayed routes run concurrently over SSH."""
+    def wake(
+        self, targets: Sequence[WolTarget], *, armed_hook: Callable[[], None] | None = None
+    ) -> WolDispatch:
+        """Send the burst. Local routes go out together; relayed routes run concurrently over SSH.
+
+        ``armed_hook`` is called once every packet is built and every socket open, just before
+        the first packet leaves (a power gate: other backends, or other sites, fire together)."""
         packets = {t.name: wakeonlan.create_magic_packet(t.mac) for t in targets}
         routes: dict[tuple[str, int, str | None], list[WolTarget]] = {}
         for t in targets:
@@ -89,8 +94,6 @@ class WolSender:
         first_sent: dict[str, float] = {}
         errors: dict[str, str] = {}
         count = 0
-        started = self._clock()
-        last = started
 
         relay_futs = []
         pool = (
@@ -98,11 +101,8 @@ class WolSender:
             if relayed
             else None
         )
+        socks: dict[tuple[str, int], socket.socket] = {}
         try:
-            if pool is not None:
-                for route, ts in relayed.items():
-                    relay_futs.append((route, ts, pool.submit(self._relay, route, ts)))
-            socks: dict[tuple[str, int], socket.socket] = {}
             try:
                 for route in local:
                     bcast, port, _ = route
@@ -115,6 +115,13 @@ class WolSender:
                             errors[t.name] = (
                                 f"cannot open a broadcast socket to {bcast}:{port}: {exc.strerror or exc}"
                             )
+                if armed_hook is not None:
+                    armed_hook()
+                started = self._clock()
+                last = started
+                if pool is not None:
+                    for route, ts in relayed.items():
+                        relay_futs.append((route, ts, pool.submit(self._relay, route, ts)))
                 for rnd in range(self.repeat):
                     if rnd and self.gap_s > 0:
                         time.sleep(self.gap_s)

@@ -157,7 +157,7 @@ def _walk(value: Any, loc: Loc, out: list[Finding]) -> None:
                 out.append(
                     Finding(here, f"the text has the invisible character U+{ord(bad[0]):04X}", "remove it")
                 )
-            elif key == "url":
+            elif key == "url" or here == ("agents", "hub"):
                 _url(v, here, out)
             elif key == "user":
                 _user(v, here, out)

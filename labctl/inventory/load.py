@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from labctl.errors import InventoryError, Problem
 from labctl.inventory import bounds, checks, lenient, placement
+from labctl.inventory.agents import Agents, resolve_agents
 from labctl.inventory.model import (
     POWER_ENDPOINT,
     SUPPORTED_POWER_KINDS,
@@ -39,6 +40,7 @@ from labctl.inventory.model import (
     MachineKind,
     MachineRole,
     Network,
+    PowerKind,
     Share,
     StorageArray,
     VCenter,
@@ -631,6 +633,7 @@ def resolve(
         shares[sh.name] = sh
 
     groups = _groups(c, spec, everywhere, machines)
+    agents = _agents(c, spec, networks, everywhere, machines)
     # A machine that names a misspelt configuration is missing from the one it meant; what the
     # configuration then lacks is a consequence, not a second problem to report.
     config = _configuration(c, spec, None if misspelt_configuration else chosen, machines, shares)
@@ -682,6 +685,46 @@ def resolve(
         switches=spec.switches,
         inventory_sha256=hashlib.sha256(raw).hexdigest(),
         vdi=vdi_lab,
+        agents=agents,
+    )
+
+
+def _agents(
+    c: _Collector,
+    spec: InventorySpec,
+    networks: dict[str, Network],
+    everywhere: dict[str, Machine],
+    machines: dict[str, Machine],
+) -> Agents | None:
+    """Resolve ``agents:`` against every machine of the file and mark each machine of this
+    configuration with the agent that serves it (in place in ``machines``)."""
+    if spec.agents is None:
+        return None
+
+    def expand(entry: str) -> list[str]:
+        try:
+            return expand_names(entry)
+        except RangeError as exc:
+            raise ValueError(str(exc)) from None
+
+    agents, served_by = resolve_agents(
+        spec.agents,
+        networks=networks,
+        machines={n: (m.kind.value, m.network) for n, m in everywhere.items()},
+        expand=expand,
+        add=c.add,
+    )
+    for name, agent in served_by.items():
+        if name in machines:
+            machines[name] = machines[name].model_copy(update={"agent": agent})
+    # an agent's list keeps only the machines of this configuration
+    return agents.model_copy(
+        update={
+            "sites": {
+                n: a.model_copy(update={"machines": tuple(m for m in a.machines if m in machines)})
+                for n, a in agents.sites.items()
+            }
+        }
     )
 
 
@@ -868,6 +911,14 @@ def _check_power_endpoint(c: _Collector, loc: Loc, m: Machine) -> None:
     Only an explicit ``power:`` is checked: a server without bmc: has always been allowed (it is
     then powered by hand, and a power action on it says so)."""
     if m.power is None:
+        return
+    if m.power is PowerKind.AGENT:
+        c.add(
+            (*loc, "power"),
+            "power: agent is not written on a machine",
+            "write the backend its agent runs (wol-ssh, redfish, ipmi, vcenter); the agent that "
+            "serves it comes from the agents: section",
+        )
         return
     need = POWER_ENDPOINT.get(m.power)
     if need is not None and getattr(m, need[0]) is None:

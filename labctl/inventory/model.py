@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
+from labctl.inventory.agents import Agents, AgentsSpec
 from labctl.inventory.faults import FaultSpec
 from labctl.inventory.twin_params import TwinParameters
 from labctl.inventory.vdi import VdiLab, VdiSpec
@@ -90,9 +91,12 @@ class PowerKind(StrEnum):
     REDFISH = "redfish"  # ComputerSystem.Reset on the server's bmc:
     VCENTER = "vcenter"  # vCenter power tasks
     IPMI = "ipmi"  # IPMI chassis control on the machine's ipmi: endpoint
+    # a site agent runs the machine's own backend where the wire is; chosen from the agents:
+    # section, never written as power: (see Machine.power_kind)
+    AGENT = "agent"
 
 
-SUPPORTED_POWER_KINDS = tuple(k.value for k in PowerKind)
+SUPPORTED_POWER_KINDS = tuple(k.value for k in PowerKind if k is not PowerKind.AGENT)
 
 
 # --- hardware ----------------------------------------------------------------------------------
@@ -322,6 +326,7 @@ class InventorySpec(Frozen):
     vdi: VdiSpec | None = (
         None  # virtual-desktop labs: hosts, pools, datastores, arrays (labctl.inventory.vdi)
     )
+    agents: AgentsSpec | None = None  # site agents and their hub (labctl.inventory.agents)
 
 
 # --- resolved lab --------------------------------------------------------------------------------
@@ -353,6 +358,7 @@ class Machine(Frozen):
     tags: tuple[str, ...] = ()
     client_hardware: ClientHardware | None = None
     server_hardware: ServerHardware | None = None
+    agent: str | None = None  # the site agent that serves it (from agents:), None: this controller
 
     @property
     def ssh_host(self) -> str | None:
@@ -362,7 +368,14 @@ class Machine(Frozen):
 
     @property
     def power_kind(self) -> PowerKind:
-        """The backend that powers this machine: its ``power:`` setting, else its kind's default."""
+        """The backend that powers this machine from here: ``agent`` when a site agent serves it,
+        else :attr:`own_power_kind`."""
+        return PowerKind.AGENT if self.agent else self.own_power_kind
+
+    @property
+    def own_power_kind(self) -> PowerKind:
+        """The backend on the wire: its ``power:`` setting, else its kind's default (what its
+        agent runs, when it has one)."""
         return self.power or DEFAULT_POWER[self.kind]
 
 
@@ -420,6 +433,7 @@ class Lab(Frozen):
     switches: tuple[Switch, ...]
     inventory_sha256: str
     vdi: VdiLab | None = None
+    agents: Agents | None = None  # site agents, when the lab has outgrown one controller
 
     def machine(self, name: str) -> Machine:
         try:

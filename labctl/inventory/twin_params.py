@@ -166,6 +166,30 @@ class TwinParameters(BaseModel):
     tftp_block_bytes: PositiveInt = Field(
         default=512, description="TFTP block size of the PXE bootstrap, bytes."
     )
+    udp_timeout_adaptive: bool = Field(
+        default=False,
+        description="The client's timeout follows its own response times as TCP's does (RFC 2988: "
+        "smoothed response + udp_timeout_var_factor x mean deviation), never below udp_timeout_ms "
+        "nor above udp_timeout_max_ms, as Citrix CTX119223 describes later streaming clients "
+        "('changes dynamically: doubles on loss, decreases as in RFC 2988'). Off by default: the "
+        "2007 paper describes its client's timeout as a fixed 200 ms.",
+    )
+    udp_timeout_var_factor: NonNegativeFloat = Field(
+        default=4.0,
+        description="Weight of the response-time deviation in the adaptive timeout (RFC 2988's K = 4).",
+    )
+    udp_timeout_max_ms: PositiveFloat = Field(
+        default=10_000.0,
+        description="Upper bound of the client's timeout, ms (CTX119223: IosPacketTimeout at most "
+        "10,000 ms).",
+    )
+    udp_timeout_backoff: float = Field(
+        default=1.0,
+        ge=1.0,
+        description="Factor the timeout grows by after each re-send of the same request: 1, every "
+        "re-send waits the same timeout (the 2007 paper: a retry each time a packet exceeds 200 ms); "
+        "2, the doubling of later clients (CTX119223) and RFC 2988 section 5.5.",
+    )
 
     # --- streaming server CPU ---------------------------------------------------------------------
     cpu_cycles_per_request: PositiveFloat = Field(
@@ -263,8 +287,48 @@ class TwinParameters(BaseModel):
     server_max_watts: PositiveFloat = Field(default=330.0, description="Server at 100% CPU, W.")
     server_off_watts: NonNegativeFloat = Field(default=9.0, description="Server in S5 (BMC only), W.")
 
+    fs_cache_max_mb_32bit: PositiveFloat = Field(
+        default=960.0,
+        description="File-system cache of a 32-bit Windows server whose inventory gives no "
+        "fs_cache_mb, MB: the system cache's virtual-address limit (2007 paper, appendix: 960 MB "
+        "is the maximum on Windows Server 2003 R2 32-bit). Applied when the OS name says 32-bit.",
+    )
+    dirty_page_ram_fraction: PositiveFloat = Field(
+        default=0.5,
+        le=1.0,
+        description="Share of RAM a server's cache manager lets buffered writes hold dirty before it "
+        "makes writers wait for the lazy writer (Windows Server 2003 CcDirtyPageThreshold: the cache "
+        "working-set maximum less 2 MB, at most half of physical memory; KB 920739).",
+    )
+    lazy_writer_ios: PositiveFloat = Field(
+        default=3.0,
+        description="Disk writes a server's lazy writer keeps in flight while it flushes buffered "
+        "(SMB) writes: Windows Server 2003 runs CcNumberWorkerThreads = ExCriticalWorkerThreads "
+        "(5) - 2 = 3 cache workers on a large system, each writing one run at a time. Writers the "
+        "cache manager throttles wait in memory, not in the disk queue.",
+    )
+    dirty_page_reserve_mb: NonNegativeFloat = Field(
+        default=2.0,
+        description="What the dirty-page threshold keeps below the cache's size, MB (2003: 2 MB).",
+    )
+
     # --- workloads --------------------------------------------------------------------------------
-    smb_io_kb: PositiveFloat = Field(default=60.0, description="SMB1 read/write size of a file copy, KB.")
+    smb_io_kb: PositiveFloat = Field(
+        default=60.0,
+        description="SMB1 read/write size of a file copy, KB (XP to a 2003 server: 60 KB, the "
+        "largest write that fits the negotiated buffer with CAP_LARGE_READX/WRITEX).",
+    )
+    copy_smb_requests_in_flight: PositiveInt = Field(
+        default=2,
+        description="SMB requests one copy keeps in flight in each direction: the copy loop's own "
+        "read (or write) and one the client's cache manager issues ahead of it (read-ahead of the "
+        "source, write-behind of the destination). The streaming protocol keeps one per client.",
+    )
+    smb_max_mpx_count: PositiveInt = Field(
+        default=50,
+        description="SMB1 MaxMpxCount a Windows 2003 server grants a client: requests one session "
+        "may have outstanding (SMB1's credits). Caps copy_smb_requests_in_flight.",
+    )
     copy_local_s_per_gb: NonNegativeFloat = Field(
         default=4.0, description="Client CPU time of a file copy per GB copied, s."
     )

@@ -14,7 +14,7 @@ BMC, one vCenter session per vCenter, one storage session per array, all closed 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -97,6 +97,7 @@ class LabSession:
         self._sources: Sources | None = None
         self._strategy: PowerStrategy | None = None
         self.last_state: dict[str, str] = {}  # machine -> last power state seen (for state-change events)
+        self._closers: list[Callable[[], None]] = []  # e.g. the link to the site agents
 
     # --- selection -----------------------------------------------------------------------------
     def machines(self, selector: str | list[str] | tuple[str, ...]) -> list[Machine]:
@@ -234,6 +235,12 @@ class LabSession:
             selector if selector and isinstance(selector, list) and isinstance(selector[0], Machine) else None
         )
         ms: list[Machine] = machines if machines is not None else self.machines(selector)  # type: ignore[arg-type]
+        if any(m.agent for m in ms):  # site agents watch their own machines
+            from labctl.lab.sites import wait_ready_split
+
+            return wait_ready_split(
+                self, ms, timeout_s=timeout_s, deadline=deadline, expect_boot=expect_boot, stop=stop
+            )
         return wait_ready(
             self, ms, timeout_s=timeout_s, deadline=deadline, expect_boot=expect_boot, stop=stop
         )
@@ -248,8 +255,17 @@ class LabSession:
         self.timeline.append("power.state", machine.name, state=state, previous=prev, source=source, **detail)
 
     # --- lifecycle -----------------------------------------------------------------------------
+    def on_close(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` when the session closes (before its drivers are closed)."""
+        with self._lock:
+            self._closers.append(fn)
+
     def close(self) -> None:
         """Log out of everything (Redfish and IPMI sessions, vCenter, arrays) and close SSH connections."""
+        with self._lock:
+            closers, self._closers = self._closers, []
+        for fn in closers:
+            fn()
         with self._lock:
             redfish, self._redfish = list(self._redfish.values()), {}
             bmcs, self._ipmi = list(self._ipmi.values()), {}

@@ -9,5 +9,4 @@
 - :mod:`~labctl.plugin.environment`: the lab session per configuration, the simulator, the restore;
 - :mod:`~labctl.plugin.interrupts`: SIGINT / SIGTERM / SIGHUP;
 - :mod:`~labctl.plugin.live`: the live display;
-- :mod:`~labctl.plugin.comparison`: the HA side-by-side over the run folder.
 """

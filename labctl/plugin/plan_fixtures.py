@@ -40,6 +40,7 @@ from labctl.criteria.model import load_criteria
 from labctl.criteria.variables import lab_names
 from labctl.errors import BadInputError, InventoryError
 from labctl.lab.lease import holder_description, lease_resource, open_lease_store
+from labctl.lab.sites import require_agents
 from labctl.plugin.environment import LabEnvironment
 from labctl.plugin.interrupts import Interrupts
 from labctl.plugin.live import Terminal
@@ -233,7 +234,9 @@ def check_plans(session: pytest.Session) -> None:
 
 
 def take_lease(session: pytest.Session) -> None:
-    """The lab's lease, when a selected test touches machines (not for --collect-only)."""
+    """The lab's lease, when a selected test touches machines (not for --collect-only): from the
+    lab's hub when it has site agents (shared by every controller), else this machine's lease
+    store. A lab whose agents are not all up refuses to start here, before anything is touched."""
     config = session.config
     if config.option.collectonly or _lease_key in config.stash:
         return
@@ -242,7 +245,12 @@ def take_lease(session: pytest.Session) -> None:
     lab = session_lab(config)
     plans = sorted({p for p in (_plan_of(i) for i in session.items) if p})
     what = f"labctl run {'+'.join(plans) or 'plans'}"
-    store = open_lease_store()
+    try:
+        require_agents(lab)
+    except BadInputError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    hub = lab.agents.hub if lab.agents is not None else None
+    store = open_lease_store(hub, hub_domain=lab.agents.hub_domain if lab.agents is not None else None)
     try:
         config.stash[_lease_key] = store.take(
             lease_resource("lab", lab.name), holder_description(what), wait_s=settings(config).lease_wait_s

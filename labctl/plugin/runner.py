@@ -33,6 +33,7 @@ from labctl.criteria.model import load_criteria
 from labctl.criteria.variables import Names, lab_names
 from labctl.errors import BadInputError, LabctlError
 from labctl.lab.lease import Lease
+from labctl.lab.sites import set_run_context
 from labctl.plugin.environment import LabEnvironment
 from labctl.plugin.interrupts import Interrupts
 from labctl.plugin.live import CellDisplay, Terminal
@@ -146,6 +147,7 @@ class CellRunner:
         except LabctlError as exc:  # the lab (or its simulator) did not come up: this cell is broken
             raise LabFault(f"{cid}: {exc}") from exc
         cfg = self.env.configuration or "default"
+        set_run_context(session, self.run_folder.run_id, cid)  # order ids of a lab's site agents
         head = CellHead(cid, self.plan, scenario.name, self.env.configuration, scenario.parameters())
         recorder = Recorder(
             self.run_folder,
@@ -279,9 +281,9 @@ def _sources(session: Any, interval_s: float) -> list[Any]:
 
 def _evidence_png(verdict: CriterionVerdict, series: Sequence[Series]) -> bytes:
     """A criterion's evidence as a PNG chart, for the Allure sink."""
-    from labctl.report import charts  # matplotlib: drawn only for a criterion that did not pass
+    from labctl.report.charts import evidence_png  # matplotlib: loaded only when a chart is drawn
 
-    return charts.png(charts.evidence(verdict, series))  # type: ignore[arg-type]  # typed by the report's rework
+    return evidence_png(verdict, series)
 
 
 def _latest(recorder: Recorder, cell: str) -> Any:

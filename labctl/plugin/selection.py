@@ -20,7 +20,7 @@ import pytest
 from _pytest.mark import KeywordMatcher  # pytest's own -k matcher, for every word but numbers
 from _pytest.mark.expression import Expression
 
-from labctl.recorder.cells import cell_id
+from labctl.recorder.cell_files import cell_id
 
 _NUMBER = re.compile(r"^\d+$")
 _PAIR = re.compile(r"^(\d+)x(\d+)$", re.IGNORECASE)

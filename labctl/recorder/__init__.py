@@ -16,7 +16,6 @@ from labctl.recorder.cell_files import (
     read_cell_verdicts,
 )
 from labctl.recorder.cell_record import broken_record, judged_record
-from labctl.recorder.cells import write_cell_summary  # former writer, until its callers move to the sinks
 from labctl.recorder.recorder import MetricSource, Recorder, SourceFault
 from labctl.recorder.runfolder import RunFolder, read_run_info
 from labctl.recorder.series import RunSeries, read_events, read_series
@@ -38,5 +37,4 @@ __all__ = [
     "read_events",
     "read_run_info",
     "read_series",
-    "write_cell_summary",
 ]

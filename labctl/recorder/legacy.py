@@ -1,11 +1,8 @@
-"""Format 1 of the cell files (the untyped dicts written before the typed run record), both ways.
+"""Format 1 of the cell files (the untyped dicts written before the typed run record), read as the models.
 
 - :func:`summary_from_v1` / :func:`verdict_from_v1`: read an old run's ``summary.json`` /
   ``verdicts.json`` as the typed models, so ``labctl report`` and ``labctl compare`` still show
   runs measured before format 2.
-- :func:`summary_to_v1`: a typed summary in the old flat shape (``group_size`` at the top,
-  ``server``, ``write_cache_disk``, ``clients`` as dicts) for the readers in :mod:`labctl.report`
-  that still take dicts. Goes away with them.
 """
 
 from __future__ import annotations
@@ -119,34 +116,6 @@ def summary_from_v1(data: dict[str, Any], cell: str, verdict_outcome: Outcome | 
         metrics={k: s for k, s in summaries.items() if s is not None},
         extra={k: _num(data.get(k)) for k in _EXTRA if _num(data.get(k)) is not None},
     )
-
-
-def summary_to_v1(s: CellSummary) -> dict[str, Any]:
-    """A :class:`CellSummary` in the flat format-1 shape the dict readers of the report take."""
-    out: dict[str, Any] = {
-        "cell": s.cell,
-        "plan": s.plan,
-        "scenario": s.scenario,
-        "configuration": s.configuration,
-        **s.parameters,
-        "outcome": s.outcome.value,
-        "reason": s.reason,
-        "storm_start_ts_s": s.storm_start_ts_s,
-        "window_s": s.window.duration_s if s.window is not None else None,
-        "server": s.entities.get("streaming_server"),
-        "write_cache_disk": s.entities.get("write_cache_disk"),
-        "clients": {
-            name: {
-                **c.model_dump(exclude={"name"}, exclude_none=True),
-                "ready": c.outcome == "ready",
-            }
-            for name, c in s.clients.items()
-        },
-        "metrics": {k: m.model_dump(mode="json") for k, m in s.metrics.items()},
-    }
-    for k, v in s.extra.items():
-        out.setdefault(k, v)
-    return out
 
 
 def _band(b: Any) -> Band | None:

@@ -14,9 +14,9 @@ In a plan::
         A.attach_series(recorder.series(cell=cell), "series")
         A.attach_figure(fig, "CPU utilisation")
         A.attach_json(summary, "summary")
-        verdict = evaluate(criteria, recorder, cell=cell, ...)
+        verdict = evaluate(criteria, recorder, summary, names=names)   # a CellVerdict
         A.report_verdict(verdict, recorder)      # one step per criterion, evidence charts
-        verdict.raise_for_outcome()              # ThresholdFailure / LabFault / NoDataError
+        raise_for_outcome(verdict)               # ThresholdFailure / LabFault / NoDataError
 
 At the start or end of the session (the plugin does it): :func:`write_environment` with the lab
 name and the firmware / software versions read from the endpoints, and :func:`write_categories`,
@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any
 import allure
 
 from labctl.recorder.sinks import allure as allure_sink
+from labctl.records.run_record import CellVerdict, CriterionVerdict
 from labctl.report import charts
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from labctl.criteria.evaluate import Verdict
     from labctl.records.series import Series, SeriesProvider
 
 ALLURE_RESULTS_DIR = "allure-results"
@@ -126,7 +126,7 @@ def attach_text(text: str, name: str) -> None:
 
 
 def report_verdict(
-    verdict: Verdict,
+    verdict: CellVerdict,
     data: SeriesProvider | None = None,
     *,
     charts_for: Sequence[str] = ("fail", "marginal", "lab_fault"),
@@ -134,7 +134,10 @@ def report_verdict(
 ) -> None:
     """One Allure step per criterion (failed / broken where it did not pass, with the same
     exception type the cell fails with), its evidence chart and the series it was judged on, and
-    the verdict as JSON. Does not raise: call ``verdict.raise_for_outcome()`` afterwards."""
+    the verdict as JSON. Does not raise: call ``raise_for_outcome(verdict)`` afterwards.
+
+    For a test that judges its own cell under allure-pytest; the cell runner's Allure sink
+    (:class:`~labctl.recorder.sinks.AllureSink`) does the same from the cell record."""
     from labctl.criteria.errors import LabFault, NoDataError, ThresholdFailure
 
     def marker(outcome: str, message: str, required: bool = True) -> Exception | None:
@@ -146,15 +149,16 @@ def report_verdict(
             return NoDataError(message)
         return None
 
+    criteria = verdict.criteria
     with contextlib.suppress(ThresholdFailure, LabFault, NoDataError), step(f"criteria: {verdict.outcome}"):
-        for r in verdict.results:
+        for r in criteria:
             with (
                 contextlib.suppress(ThresholdFailure, LabFault, NoDataError),
                 step(f"[{r.outcome}] {r.message}"),
             ):
                 want_chart = str(r.outcome) in charts_for or attach_passing_charts
                 if data is not None and want_chart and r.series:
-                    found = _evidence_series(r, data)
+                    found = evidence_series(r, data)
                     if found:
                         attach_figure(charts.evidence(r, found), f"{r.name} (evidence)")
                         attach_series(found, f"{r.name} (series)")
@@ -163,31 +167,31 @@ def report_verdict(
                 err = marker(str(r.outcome), r.message, r.required)
                 if err is not None:
                     raise err
-        attach_json(verdict.as_dict(), "verdicts")
+        attach_json(verdict.model_dump(mode="json"), "verdicts")
         worst = max(
-            (r for r in verdict.results if marker(str(r.outcome), "", r.required) is not None),
+            (r for r in criteria if marker(str(r.outcome), "", r.required) is not None),
             key=lambda r: r.outcome.severity,
             default=None,
         )
         if worst is not None:  # the group step shows the cell's state too
             err = marker(
                 str(worst.outcome),
-                f"{verdict.outcome}: "
-                + "; ".join(r.name for r in verdict.results if str(r.outcome) == str(worst.outcome)),
+                f"{verdict.outcome}: " + "; ".join(r.name for r in criteria if r.outcome is worst.outcome),
             )
             if err is not None:
                 raise err
 
 
-def _evidence_series(r: Any, data: SeriesProvider) -> list[Series]:
+def evidence_series(r: CriterionVerdict, data: SeriesProvider) -> list[Series]:
+    """The series a criterion judged, over the window it judged (per-machine results have none)."""
     out = []
-    start, end = r.window
+    span = r.window.as_tuple() if r.window is not None else (None, None)
     for ref in r.series:
-        for s in data.series(
-            cell=ref["cell"] or None, source=ref["source"], entity=ref["entity"], metric=ref["metric"]
-        ):
-            if s.cell == ref["cell"]:
-                out.append(s.window(start, end))
+        if ref.file != "series.csv":
+            continue
+        for s in data.series(cell=ref.cell or None, source=ref.source, entity=ref.entity, metric=ref.metric):
+            if s.cell == ref.cell and s.entity == ref.entity:
+                out.append(s.window(*span))
     return out
 
 

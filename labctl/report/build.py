@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from labctl.errors import BadInputError, LabctlError
+from labctl.recorder.runfolder import read_run_info
+from labctl.records.run_record import RunOutcome
+from labctl.report.allure_fill import fill_missing
 from labctl.report.allure_helpers import ALLURE_RESULTS_DIR, CATEGORIES, write_categories
 from labctl.report.offline import external_references, make_offline
 
@@ -44,13 +47,14 @@ class BuiltReport:
     figures: Path | None
     history: Path | None
     tests: int = 0
+    state: str = ""  # the run's outcome (and why), from run.json
 
     def __str__(self) -> str:
         """Where to look: the Allure report, or the figures page when there is no Allure."""
         return str(self.allure_index or self.figures or self.run)
 
     def lines(self) -> list[str]:
-        out = []
+        out = [f"outcome: {self.state}"] if self.state else []
         if self.allure_index:
             out.append(f"report:  {self.allure_index}  ({self.tests} test results)")
         else:
@@ -84,11 +88,8 @@ def is_run_folder(p: Path) -> bool:
 
 
 def _started(p: Path) -> str:
-    try:
-        info = json.loads((p / "run.json").read_text(encoding="utf-8"))
-        return str(info["started"]["wall_utc"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return ""
+    info = read_run_info(p)
+    return info.started.wall_utc if info is not None else ""
 
 
 def latest_run(results_dir: Path) -> Path:
@@ -118,14 +119,6 @@ def resolve_run(run: str | Path | None, results_dir: Path) -> Path:
     raise BadInputError(f"{run}: not a run folder{hint}")
 
 
-def _run_info(run: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((run / "run.json").read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
 HISTORY_LIMIT = 100  # builds kept in the history file (a nightly run: about three months)
 HISTORY_MARK = ".history-appended"  # in report/: this run is in the history already
 
@@ -133,9 +126,9 @@ HISTORY_MARK = ".history-appended"  # in report/: this run is in the history alr
 def allure_config(
     run: Path, output: Path, history: Path | None, *, append_history: bool = True
 ) -> dict[str, Any]:
-    info = _run_info(run)
-    plan = info.get("plan") or "labctl"
-    lab = info.get("lab") or ""
+    info = read_run_info(run)
+    plan = info.plan if info is not None else "labctl"
+    lab = info.lab if info is not None else ""
     name = f"{plan} on {lab} - {run.name}" if lab else f"{plan} - {run.name}"
     cfg: dict[str, Any] = {
         "name": name,
@@ -183,6 +176,18 @@ def _has_results(results: Path) -> int:
     return sum(1 for _ in results.glob("*-result.json")) if results.is_dir() else 0
 
 
+def _count_results(index: Path | None) -> int:
+    """Test results in a built report (what it shows, the added ones included)."""
+    if index is None:
+        return 0
+    summary = index.parent / "allure-summary.json"
+    try:
+        data = json.loads(summary.read_text(encoding="utf-8"))
+        return int(data["stats"]["total"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
 def build_allure(
     run: Path,
     *,
@@ -190,23 +195,27 @@ def build_allure(
     command: list[str] | None = None,
     timeout_s: float = 300.0,
 ) -> Path | None:
-    """Generate ``report/index.html`` (single file, offline) from ``allure-results``; None when
-    the run has no Allure results."""
+    """Generate ``report/index.html`` (single file, offline) from ``allure-results`` (what the
+    run's Allure sink wrote) and a result for every cell it did not get to (a killed run's last
+    cell); None when there is none at all."""
     results = run / ALLURE_RESULTS_DIR
-    if not _has_results(results):
-        return None
-    if not (results / "categories.json").exists():
-        write_categories(results)
     out = run / REPORT_DIR
-    out.mkdir(parents=True, exist_ok=True)
-    cmd = command or find_allure()
     with tempfile.TemporaryDirectory(prefix="labctl-allure-") as tmp:
+        added = Path(tmp) / "added-results"
+        fill_missing(run, results, added)
+        dirs = [d for d in (results, added) if _has_results(d)]
+        if not dirs:
+            return None
+        if results in dirs and not (results / "categories.json").exists():
+            write_categories(results)
+        out.mkdir(parents=True, exist_ok=True)
+        cmd = command or find_allure()
         cfg_path = Path(tmp) / "allurerc.json"
         staging = Path(tmp) / "out"
         append = not (out / HISTORY_MARK).exists()
         cfg = allure_config(run, staging, history, append_history=append)
         cfg_path.write_text(json.dumps(cfg, indent=2), encoding="utf-8")
-        argv = [*cmd, "generate", "--config", str(cfg_path), "--output", str(staging), str(results)]
+        argv = [*cmd, "generate", "--config", str(cfg_path), "--output", str(staging), *map(str, dirs)]
         env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0", "CI": os.environ.get("CI", "")}
         try:
             with _locked(history) if history is not None else contextlib.nullcontext():
@@ -222,7 +231,9 @@ def build_allure(
         index = staging / "index.html"
         if proc.returncode != 0 or not index.is_file():
             tail = "\n".join((proc.stderr or proc.stdout or "").strip().splitlines()[-8:])
-            raise ReportError(f"Allure failed (exit {proc.returncode}) for {results}:\n{tail}")
+            raise ReportError(
+                f"Allure failed (exit {proc.returncode}) for {', '.join(map(str, dirs))}:\n{tail}"
+            )
         html = _with_figures_link(make_offline(index.read_text(encoding="utf-8")))
         left = external_references(html)
         if left:
@@ -241,8 +252,8 @@ def build_allure(
 
 FIGURES_LINK = (
     # a tab on the left edge: outside Allure's centred page at any usual width, over nothing it needs
-    '<a href="figures.html" title="The paper\'s figure set for this run: boot time and retries vs group size, '
-    'server counters over time per group size" style="position:fixed;left:0;top:40%;z-index:9999;'
+    '<a href="figures.html" title="The paper\'s figure set for this run: results by cell, the boot storm, '
+    'the copy/reboot matrix, standalone vs HA" style="position:fixed;left:0;top:40%;z-index:9999;'
     "writing-mode:vertical-rl;transform:rotate(180deg);padding:14px 7px;border-radius:0 8px 8px 0;"
     "background:#1f2d3d;color:#fff;font:600 13px/1 sans-serif;letter-spacing:.04em;text-decoration:none;"
     'box-shadow:0 1px 4px rgba(0,0,0,.25)">Figures &#8599;</a>'
@@ -276,4 +287,12 @@ def build_report(
     # still leaves the engineer the paper's figures
     figures = write_figures_page(run)
     index = build_allure(run, history=hist, command=command)
-    return BuiltReport(run, index, figures, hist if index else None, _has_results(run / ALLURE_RESULTS_DIR))
+    info = read_run_info(run)
+    state = ""
+    if info is not None:
+        state = info.outcome.value
+        if info.outcome is RunOutcome.RUNNING:
+            state += " (no end recorded: killed, or still running; shown as far as it got)"
+        elif info.reason:
+            state += f": {info.reason}"
+    return BuiltReport(run, index, figures, hist if index else None, _count_results(index), state)

@@ -24,7 +24,6 @@ from typing import Any
 
 from pydantic import Field
 
-from labctl.errors import LabctlError
 from labctl.inventory.model import Lab
 from labctl.lab.power import State
 from labctl.lab.session import LabSession
@@ -37,6 +36,7 @@ from labctl.scenarios.common import (
     StormResult,
     cell_entities,
     client_outcomes,
+    healthy,
     restore,
     unread_servers,
 )
@@ -100,16 +100,19 @@ class BootStorm(Scenario):
 
     def run(self, lab: LabSession, ctx: CellContext) -> BootStormResult:
         st = self.settings
-        everyone = lab.machines(st.clients)
-        group = everyone[: self.group_size]
-        if len(group) < self.group_size:  # the plan's parameters are checked against the lab first
-            raise LabctlError(
-                f"group {st.clients!r} has {len(everyone)} clients, the cell needs {self.group_size}"
-            )
+        everyone, excluded = healthy(lab, lab.machines(st.clients), st.health_check)
+        group = everyone[: self.group_size]  # the first healthy ones: a dead NIC does not shrink the cell
         phases = Phases(lab.clock.now)
         result = BootStormResult(
             group_size=self.group_size, settings=st, entities=cell_entities(lab.lab), phases=phases.items
         )
+        if len(group) < self.group_size:  # the plan's parameters are checked against the lab first
+            result.clients = dict(excluded)
+            result.prepare_failed = (
+                f"group {st.clients!r} has {len(everyone)} healthy clients, the cell needs {self.group_size}"
+                + (f" ({len(excluded)} quarantined: see `labctl quarantine list`)" if excluded else "")
+            )
+            return result
         try:
             if not ctx.stop.is_set():
                 ctx.progress(Progress("prepare", 0, len(group)))
@@ -130,6 +133,7 @@ class BootStorm(Scenario):
                 result.restore = restore(
                     lab, {m.name: State.OFF for m in group}, st.restore_timeout_s, ctx.abort
                 )
+            result.clients.update(excluded)
         return result
 
     def _storm(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from labctl.errors import LabctlError
 from labctl.inventory.model import Lab, Machine
+from labctl.lab.health import check_devices, exclude_quarantined, screen
 from labctl.lab.power import PowerReport, State
 from labctl.records.run_record import (
     CellSummary,
@@ -151,6 +152,24 @@ class Phases:
 
     def start_of(self, name: str) -> float | None:
         return next((p.start_ts_s for p in self.items if p.name == name), None)
+
+
+def healthy(
+    lab: LabSession, machines: Sequence[Machine], check: bool
+) -> tuple[list[Machine], dict[str, ClientOutcome]]:
+    """The machines a cell may use, and those it leaves out: quarantined ones (kept out of every run
+    until a health check passes again) and, with ``check``, those failing a quick health check now
+    (quarantined by it). A storm is not poisoned by a dead NIC, and never hides one either: each
+    left-out machine is a ``ClientOutcome`` ``excluded`` with its reason."""
+    if check:
+        usable, excluded = screen(lab.lab, list(machines), check_devices(lab, list(machines)))
+    else:
+        usable, excluded = exclude_quarantined(list(machines), lab=lab.lab)
+    for name, why in excluded.items():
+        lab.timeline.append("quarantine.excluded", name, reason=why)
+    return usable, {
+        n: ClientOutcome(name=n, role="excluded", outcome="excluded", detail=why) for n, why in excluded.items()
+    }
 
 
 def restore(

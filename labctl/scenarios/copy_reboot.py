@@ -45,6 +45,7 @@ from labctl.scenarios.common import (
     StormResult,
     cell_entities,
     client_outcomes,
+    healthy,
     restore,
     unread_servers,
 )
@@ -167,7 +168,7 @@ class CopyReboot(Scenario):
 
     def run(self, lab: LabSession, ctx: CellContext) -> CopyRebootResult:
         st = self.settings
-        everyone = lab.machines(st.clients)
+        everyone, excluded = healthy(lab, lab.machines(st.clients), st.health_check)
         copiers, rebooters = split_groups(everyone, self.copiers, self.rebooters)
         cfg = lab.lab.configuration
         share = cfg.share if cfg is not None else None
@@ -216,6 +217,7 @@ class CopyReboot(Scenario):
                     result.restore = restore(
                         lab, {m.name: State.ON for m in everyone}, st.restore_timeout_s, ctx.abort
                     )
+            result.clients.update(excluded)
         return result
 
     def _copy_and_reboot(

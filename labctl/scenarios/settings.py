@@ -97,6 +97,13 @@ class ScenarioSettings(Settings):
     restore_timeout_s: LabSeconds = Field(
         300.0, description="how long the restore at the end of a cell waits for the machines, lab seconds"
     )
+    health_check: bool = Field(
+        True,
+        description=(
+            "before the cell, a quick health check of every client it uses (power state readable, a "
+            "client that is on answers SSH); one that fails is quarantined and left out of the cell"
+        ),
+    )
     restore_failure: Literal["note", "lab_fault"] = Field(
         "note",
         description=(

@@ -276,6 +276,13 @@ CASES = [
     ),
     Case(
         "credentials",
+        "password inside the agents' hub URL",
+        edit("groups:\n", f"agents:\n  hub: nats://lab:{SECRET}@127.20.0.1:4222\n  sites: []\ngroups:\n"),
+        "user name or password in it",
+        "agents.hub",
+    ),
+    Case(
+        "credentials",
         "password in a URL query",
         edit('url: "https://127.21.0.11:8443"', f'url: "https://127.21.0.11:8443/?password={SECRET}"'),
         "query or fragment",

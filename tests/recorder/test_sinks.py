@@ -353,8 +353,12 @@ def test_a_failed_restore_keeps_the_verdict_and_says_so(tmp_path: Path) -> None:
     )
     record = judged_record(summary, rec, CRITERIA, Names())
     assert record.verdict is not None and record.verdict.outcome is Outcome.PASS  # the measurement stands
-    assert record.outcome is Outcome.LAB_FAULT
+    # whether a failed restore also fails the cell is the scenario's call (its own outcome: here pass,
+    # as the 2007 plans' default `restore_failure: note`); the reason always says it
+    assert record.outcome is Outcome.PASS
     assert record.summary.reason == "restore failed: a did not go off; left on: a"
+    lab_fault = summary.model_copy(update={"outcome": Outcome.LAB_FAULT, "reason": "restore failed: a"})
+    assert judged_record(lab_fault, rec, CRITERIA, Names()).outcome is Outcome.LAB_FAULT
 
 
 def test_power_changes_the_run_did_not_make_fail_the_cell_as_a_lab_fault(tmp_path: Path) -> None:

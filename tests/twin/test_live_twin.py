@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from labctl.inventory.model import Lab
 from labctl.sim.faults import FaultBook
 from labctl.sim.twin import FastForwardClock, build_twin, run_storm
 from labctl.sim.twin.interface import CopyLocation, LabTwin, PowerAction, PowerState
+from labctl.sim.twin.twin import PhysicalTwin
 
 MB = 2**20
 
@@ -322,3 +324,39 @@ def test_a_query_on_a_current_model_does_not_step_it_again(lab: Lab, clock) -> N
     clock.advance(1.0)  # and a moving clock does step it
     twin.server_counters("pvs-01")
     assert model.steps > steps
+
+
+@dataclass(frozen=True)
+class _WallClock(LabClock):
+    """A wall-driven lab clock whose time a test sets (not a fast-forward clock)."""
+
+    _now: list[float] = field(default_factory=lambda: [1_180_000_000.0], compare=False)
+
+    def now(self) -> float:
+        return self._now[0]
+
+
+def test_a_starved_live_twin_coarsens_its_steps_instead_of_stalling(lab: Lab) -> None:
+    clock = _WallClock(scale=60.0)
+    twin = PhysicalTwin(lab, clock)
+    for c in lab.clients:
+        twin.power(c.name, PowerAction.ON)
+    clock._now[0] += 20.0
+    twin.server_counters("pvs-01")  # measures what a step costs here
+    twin._step_wall_s = 0.02  # as if the lab process got a sliver of a CPU: 20 ms per step
+    before = twin.model.steps
+    clock._now[0] += 30.0  # the boot storm's busiest half minute
+    twin.server_counters("pvs-01")
+    assert twin.model.steps - before <= 31  # 1 s steps, not 300 of 0.1 s
+    # a fast-forward twin always steps at full resolution
+    ff_clock = FastForwardClock(scale=60.0)
+    ff = PhysicalTwin(lab, ff_clock)
+    for c in lab.clients:
+        ff.power(c.name, PowerAction.ON)
+    ff_clock.advance(20.0)
+    ff.server_counters("pvs-01")
+    ff._step_wall_s = 0.02
+    before = ff.model.steps
+    ff_clock.advance(30.0)
+    ff.server_counters("pvs-01")
+    assert ff.model.steps - before >= 200

@@ -9,7 +9,14 @@ from labctl.inventory.model import DiskType, Volume, VolumePurpose
 from labctl.inventory.twin_params import TwinParameters
 from labctl.sim.twin import hardware as hwm
 from labctl.sim.twin.cache import ChunkCache
-from labctl.sim.twin.solver import Demands, expected_resends, lognormal_tail, solve
+from labctl.sim.twin.solver import (
+    Demands,
+    adaptive_timeout,
+    expected_resends,
+    lognormal_tail,
+    resends_while_waiting,
+    solve,
+)
 
 P = TwinParameters()
 
@@ -113,3 +120,25 @@ def test_the_retry_tail_follows_the_response_time() -> None:
     assert lognormal_tail(np.array([0.05]), 0.2, 2.0)[0] > lognormal_tail(np.array([0.05]), 0.2, 0.5)[0]
     # a request slower than 2 timeouts is re-sent twice
     assert expected_resends(np.array([1.0]), 0.2, 0.1)[0] == pytest.approx(4.0, abs=0.05)
+
+
+def test_a_doubling_timer_re_sends_a_slow_request_fewer_times() -> None:
+    slow = np.array([1.0])  # a response of ~1 s against a 200 ms timer
+    fixed = expected_resends(slow, 0.2, 0.05)[0]
+    doubling = expected_resends(slow, 0.2, 0.05, backoff=2.0)[0]
+    assert fixed == pytest.approx(4.0, abs=0.05)  # re-sent at 0.2, 0.4, 0.6, 0.8 s
+    assert doubling == pytest.approx(2.0, abs=0.05)  # at 0.2 and 0.6 s (then 1.4 s)
+
+
+def test_a_client_facing_a_dead_server_re_sends_at_every_timeout() -> None:
+    assert resends_while_waiting(np.array([1.0]), 0.2)[0] == 5
+    assert resends_while_waiting(np.array([1.0]), 0.2, backoff=2.0)[0] == 2  # 0.2, 0.6
+    # doubling stops at the cap: 0.2, 0.6, 1.4, then every 1 s
+    assert resends_while_waiting(np.array([4.45]), 0.2, backoff=2.0, max_timeout_s=1.0)[0] == 6
+
+
+def test_an_adaptive_timer_stays_at_its_floor_until_responses_approach_it() -> None:
+    p_read = np.array([0.5, 0.5])
+    rto = adaptive_timeout(np.array([0.005, 0.08]), np.array([0.02, 0.3]), p_read, 0.5, 1.6, 0.2, 4.0, 10.0)
+    assert rto[0] == pytest.approx(0.2)  # the storm's tens of ms leave it on the 200 ms floor
+    assert rto[1] > 0.5

@@ -67,6 +67,43 @@ class Gate:
         self._barrier.abort()
 
 
+def sleep_until(wall_s: float) -> None:
+    """Return at ``wall_s`` (``time.time()``), within a fraction of a millisecond: sleep most of
+    the way, then spin the last stretch (a sleep alone overshoots by the scheduler's tick)."""
+    while True:
+        left = wall_s - time.time()
+        if left <= 0:
+            return
+        if left > SPIN_S:
+            time.sleep(left - SPIN_S)
+
+
+SPIN_S = 0.0005  # the last this-many seconds before a timed fire are spun (a sleep overshoots by the tick)
+
+
+class TimedGate(Gate):
+    """A gate that opens at a wall-clock instant: every backend has armed *and* ``fire_at_wall``
+    has come (a site agent's half of a timed fan-out: every agent opens at the same instant).
+
+    ``armed_wall``: when the last backend had armed; ``fired_wall``: when the gate opened.
+    """
+
+    def __init__(self, parties: int, fire_at_wall: float):
+        super().__init__(parties)
+        self.fire_at_wall = fire_at_wall
+        self.armed_wall: float | None = None
+        self.fired_wall: float | None = None
+
+    def pass_(self, backend: str) -> None:
+        super().pass_(backend)
+        armed = time.time()
+        sleep_until(self.fire_at_wall)
+        fired = time.time()
+        with self._lock:
+            self.armed_wall = max(self.armed_wall or armed, armed)
+            self.fired_wall = min(self.fired_wall or fired, fired)
+
+
 class PowerBackend(Protocol):
     kind: ClassVar[PowerKind]
 

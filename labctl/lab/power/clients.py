@@ -61,10 +61,13 @@ class WolSshBackend:
                 targets.append(self.s.wol_target(m))
             except EndpointError as exc:
                 report(self._outcome(m, False, exc.reason, exc.fix))
-        gate.pass_(self.kind.value)
         if not targets:
+            gate.pass_(self.kind.value)
             return
-        dispatch = self.s.wol.wake(targets)
+        try:  # packets built and sockets open before the gate: the first packet leaves as it opens
+            dispatch = self.s.wol.wake(targets, armed_hook=lambda: gate.pass_(self.kind.value))
+        finally:
+            gate.leave(self.kind.value)  # no-op once passed; lets the others go if arming failed
         for t in targets:
             m = by_name[t.name]
             if t.name in dispatch.errors:

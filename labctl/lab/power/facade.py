@@ -15,7 +15,7 @@ from typing import cast
 
 from labctl.drivers.pvs import DeviceInfo
 from labctl.inventory.model import Machine, PowerKind
-from labctl.lab.power.backend import Gate, PowerBackend
+from labctl.lab.power.backend import Gate, PowerBackend, TimedGate
 from labctl.lab.power.clients import WolSshBackend
 from labctl.lab.power.model import (
     Action,
@@ -71,9 +71,11 @@ class Power:
         *,
         force: bool = False,
         progress: Callable[[PowerOutcome], object] | None = None,
+        fire_at_wall: float | None = None,
     ) -> PowerReport:
         """Apply ``action`` to every machine ``selector`` names, all at once; never stops at the
-        first failure. ``force``: power off without the OS shutting down."""
+        first failure. ``force``: power off without the OS shutting down. ``fire_at_wall``: fire
+        at this ``time.time()`` instant, not as soon as armed (a site agent in a timed fan-out)."""
         action = Action(action)
         verb = verb_for(action, force)
         label, machines = self._machines(selector)
@@ -109,7 +111,7 @@ class Power:
             if progress is not None:
                 progress(o)
 
-        gate = Gate(len(groups))
+        gate = Gate(len(groups)) if fire_at_wall is None else TimedGate(len(groups), fire_at_wall)
         crashes: dict[PowerKind, str] = {}  # what stopped a backend, e.g. a credential not set
 
         def run(kind: PowerKind, ms: list[Machine]) -> None:
@@ -148,6 +150,8 @@ class Power:
             None if delivery_wall is None else clock.to_lab_s(delivery_wall),
             delivery_wall,
             scale=clock.scale,
+            fire_at_wall=fire_at_wall,
+            fired_wall=gate.fired_wall if isinstance(gate, TimedGate) else None,
         )
         timeline.append(
             "power.dispatch",

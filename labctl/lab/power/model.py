@@ -106,6 +106,8 @@ class PowerReport:
     delivery_spread_lab_s: float | None = None  # first to last delivery; None: not observable
     delivery_spread_wall_s: float | None = None
     scale: float = field(default=1.0, repr=False)  # lab seconds per wall second
+    fire_at_wall: float | None = None  # a timed fire: when it was to fire (time.time())
+    fired_wall: float | None = None  # a timed fire: when every backend had armed and the instant came
 
     @property
     def ok(self) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from labctl.inventory.model import Machine, PowerKind
+from labctl.lab.power.agent import AgentBackend
 from labctl.lab.power.backend import PowerBackend
 from labctl.lab.power.clients import WolSshBackend
 from labctl.lab.power.ipmi import IpmiBackend
@@ -22,6 +23,7 @@ BACKENDS: dict[PowerKind, type[PowerBackend]] = {
     PowerKind.REDFISH: RedfishBackend,
     PowerKind.VCENTER: VCenterBackend,
     PowerKind.IPMI: IpmiBackend,
+    PowerKind.AGENT: AgentBackend,  # a site agent serves the machine (inventory agents:)
 }
 
 

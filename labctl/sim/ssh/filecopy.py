@@ -10,6 +10,9 @@ the job finished, printing ``        1 file(s) copied.`` (8 spaces), exit 0. A m
 
 from __future__ import annotations
 
+import asyncio
+
+from labctl.clock import LabClock
 from labctl.sim.ssh.cmdline import Segment
 from labctl.sim.ssh.files import NOT_FOUND, PathError, PathKind, WinPath
 from labctl.sim.ssh.shell import CRLF, Shell
@@ -19,12 +22,26 @@ COPIED_ONE = "        1 file(s) copied." + CRLF
 COPIED_NONE = "        0 file(s) copied." + CRLF
 ONTO_ITSELF = "The file cannot be copied onto itself."
 NET_NAME_GONE = "The specified network name is no longer available."
-# How often a running copy asks the twin whether it is done: every 2 lab seconds is exact enough
-# for copies of minutes, and 50 copiers polling every few ms wall kept the twin's lock busy.
+# A running copy asks the twin when it will be done and sleeps until then (the twin's estimate at
+# the copy's current speed), at least POLL_MIN_LAB_S and at most POLL_MAX_LAB_S of lab time, so 50
+# copiers at 60x ask a few times per copy instead of every couple of lab seconds; the last wake-up
+# lands within POLL_MIN_LAB_S of the end. Without an estimate (the copy has not moved yet) they ask
+# every POLL_LAB_S. The wall-clock bounds keep a fast clock from spinning and a slow one responsive.
 POLL_LAB_S = 2.0
+POLL_MIN_LAB_S = 0.5
+POLL_MAX_LAB_S = 30.0
 POLL_WALL_MIN_S = 0.02
-POLL_WALL_MAX_S = 0.25
+POLL_WALL_MAX_S = 1.0
 DROP_AFTER_LAB_S = 1.0  # with the drop fault, a copy still running this long is cut off
+
+
+def _poll_lab_s(eta_lab_s: float | None, drop_armed: bool, clock: LabClock) -> float:
+    """Lab seconds to sleep before asking the twin again (see POLL_*)."""
+    lab_s = POLL_LAB_S if eta_lab_s is None else min(POLL_MAX_LAB_S, max(POLL_MIN_LAB_S, eta_lab_s))
+    if drop_armed:  # the drop fault cuts the copy after DROP_AFTER_LAB_S: be awake for it
+        lab_s = min(lab_s, DROP_AFTER_LAB_S)
+    wall = min(POLL_WALL_MAX_S, max(POLL_WALL_MIN_S, clock.to_wall_s(lab_s)))
+    return clock.to_lab_s(wall)
 
 
 def _location(path: WinPath) -> CopyLocation:
@@ -62,15 +79,16 @@ async def copy(sh: Shell, seg: Segment) -> int:
 
     twin = sh.ctx.twin
     clock = sh.ctx.clock
-    job = twin.start_copy(machine.name, _location(src), _location(dst), size)
-    poll_wall = min(POLL_WALL_MAX_S, max(POLL_WALL_MIN_S, clock.to_wall_s(POLL_LAB_S)))
+    # The twin may be stepping its model for another caller (it holds its lock meanwhile): ask it
+    # from a worker thread, so the SSH server's event loop keeps serving the other sessions.
+    job = await asyncio.to_thread(twin.start_copy, machine.name, _location(src), _location(dst), size)
     while True:
-        job = twin.copy_status(job.job_id)
+        job = await asyncio.to_thread(twin.copy_status, job.job_id)
         if job.finished_lab_s is not None or job.failed:
             break
         if sh.drop_armed and clock.now() - job.started_lab_s >= DROP_AFTER_LAB_S:
             await sh.drop()
-        await sh.sleep_lab(clock.to_lab_s(poll_wall))
+        await sh.sleep_lab(_poll_lab_s(job.eta_lab_s, sh.drop_armed, clock))
     if job.failed:
         await sh.err(NET_NAME_GONE + CRLF)
         await sh.out(COPIED_NONE)

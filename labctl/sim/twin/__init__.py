@@ -16,6 +16,7 @@ Modules, one job each:
 - ``model``       state and time step: clients, caches, controllers, counters
 - ``twin``        the live, thread-safe LabTwin on the lab clock; the fast-forward clock
 - ``storm``       fast-forward boot storms with perfmon-style sampling
+- ``copies``      fast-forward copy/reboot cells, and each copy path's bottleneck bound
 - ``calibration`` the 2007 boot storm against the published figures
 - ``vdi/``        virtual desktops, ESXi hosts, PVS servers and SAN arrays (its own README)
 """

@@ -65,6 +65,9 @@ class Check:
     value: float
     published: str
     ok: bool
+    # False: shown beside the paper but not part of the verdict, a known limit the twin's README
+    # explains (no physical mechanism found that would produce the published shape)
+    judged: bool = True
 
 
 @dataclass
@@ -101,7 +104,7 @@ class Calibration:
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.rows) and all(t.ok for t in self.trends)
+        return all(r.ok for r in self.rows) and all(t.ok or not t.judged for t in self.trends)
 
 
 def stream_time_s(lab: Lab) -> float:
@@ -288,7 +291,79 @@ def _trend_checks(rows: list[Row], published: bool = True) -> list[Check]:
     if 50 in by_n and 75 in by_n:
         d = by_n[75].boot_s - by_n[50].boot_s
         out.append(Check("boot 50 -> 75", d, "+10 +-5 s", abs(d - 10.0) <= BOOT_TOLERANCE_S))
+    out.extend(_shape_75_100(by_n))
     return out
+
+
+def _shape_75_100(by_n: dict[int, Row]) -> list[Check]:
+    """75 -> 100: the paper's statements make boot time and retries nearly level there.
+
+    Boot time: 100 = 25 + 15 s and 75 = 50 + 10 s leave 100 - 75 = 5 - (50 - 25) s, with the twin's
+    own 25 and 50. Retries: about 6 at both. Reported, not judged: past the saturated port and CPU
+    each added client adds its demand at the bottleneck, and no protocol or hardware mechanism the
+    twin knows levels that off (README: 'The 75 -> 100 shape').
+    """
+    if not all(n in by_n for n in (25, 50, 75, 100)):
+        return []
+    implied = 5.0 - (by_n[50].boot_s - by_n[25].boot_s)
+    d_boot = by_n[100].boot_s - by_n[75].boot_s
+    d_retries = by_n[100].retries - by_n[75].retries
+    return [
+        Check(
+            "boot 75 -> 100 (paper: nearly level)",
+            d_boot,
+            f"{implied:+.0f} +-5 s",
+            abs(d_boot - implied) <= BOOT_TOLERANCE_S,
+            judged=False,
+        ),
+        Check(
+            "retries 75 -> 100 (paper: ~6 at both)",
+            d_retries,
+            f"+0 +-{RETRY_TOLERANCE:.0f}",
+            abs(d_retries) <= RETRY_TOLERANCE,
+            judged=False,
+        ),
+    ]
+
+
+COPY_SIZES = (1, 25, 50)
+# the twin's copy time against the bottleneck bound: never faster, and a closed network near its
+# knee queues a little more than the bound (approximate MVA is itself a few percent pessimistic)
+COPY_AGREEMENT = (0.95, 1.5)
+
+
+@dataclass
+class CopyRow:
+    path: str
+    copiers: int
+    limit: str  # the resource with the largest least-time
+    expected_s: float  # the bottleneck bound
+    twin_s: np.ndarray  # each copier's copy time in the twin (no rebooters)
+
+    @property
+    def ok(self) -> bool:
+        med = float(np.median(self.twin_s))
+        lo, hi = COPY_AGREEMENT
+        return bool(np.isfinite(self.twin_s).all()) and lo * self.expected_s <= med <= hi * self.expected_s
+
+
+def copy_table(
+    lab: Lab, sizes: tuple[int, ...] = COPY_SIZES, progress: Callable[[str, int], None] | None = None
+) -> list[CopyRow]:
+    """Each copy path alone and with 25 / 50 copiers: the physics' expectation beside the twin."""
+    from labctl.sim.twin.copies import PATHS, copy_limits, expected_copy_s, run_copy_cell
+
+    rows = []
+    for path in PATHS:
+        for n in sizes:
+            if n > len(lab.clients):
+                continue
+            if progress:
+                progress(path, n)
+            expected, limit = expected_copy_s(copy_limits(lab, path, n))
+            res = run_copy_cell(lab, path, n, 0, sample_s=5.0, tail_s=0.0)
+            rows.append(CopyRow(path, n, limit, expected, res.copy_s))
+    return rows
 
 
 def score(cal: Calibration) -> float:
@@ -301,7 +376,7 @@ def score(cal: Calibration) -> float:
         if want is not None:
             s += ((r.retries - want) / RETRY_TOLERANCE) ** 2
         s += 4.0 * sum(not c.ok for c in r.checks)
-    s += 4.0 * sum(not t.ok for t in cal.trends)
+    s += 4.0 * sum(not t.ok for t in cal.trends if t.judged)
     return float(s)
 
 

@@ -43,6 +43,8 @@ class Costs:
     visit_w: np.ndarray
     fixed_r: np.ndarray  # (A,) s
     fixed_w: np.ndarray
+    # disk reads per read request at each role (the visits, plus read-ahead I/Os nobody waits for)
+    io_r: np.ndarray | None = None
 
     def stack(self) -> np.ndarray:
         """The six (roles, A) arrays as one (6, roles, A) array to gather from (not the fixed rows)."""
@@ -77,8 +79,16 @@ def request_costs(
     vd_remote: np.ndarray,  # (A,) bool: the vDisk is on another server (HA NAS)
     wc_remote: np.ndarray,  # (A,) bool
     link_rate: np.ndarray,  # (A,) client port, counted bytes/s
+    seek_r: np.ndarray | None = None,  # (A,) positionings per disk read on a miss (1: random)
+    seek_w: np.ndarray | None = None,  # (A,) positionings per disk write (1: random)
+    read_ahead: np.ndarray | None = None,  # (A,) bool: the source is read ahead (sequential)
 ) -> Costs:
     a = src.size
+    # A random I/O pays a whole positioning; a sequential stream pays one per contiguous run it
+    # reaches the disk in, i.e. io / run of one for each I/O (the caller knows the run).
+    one = np.ones(a)
+    seek_r = one if seek_r is None else seek_r
+    seek_w = one if seek_w is None else seek_w
     is_tftp = src == SRC_TFTP
     is_vd = src == SRC_VDISK
     is_smb_r = src == SRC_SMB
@@ -126,7 +136,7 @@ def request_costs(
     w_r[Role.UP_DOWN] = wire_rb / rate[st[Role.UP_DOWN]]
     w_r[Role.UP_UP] = req / rate[st[Role.UP_UP]]
     vd = st[Role.VD_VOL]
-    t_io = fx.pos_s[vd] + io_b / fx.media[vd]
+    t_io = fx.pos_s[vd] * seek_r + io_b / fx.media[vd]
     w_r[Role.VD_VOL] = miss_far * t_io
     v_r[Role.VD_VOL] = miss_far
     w_r[Role.BK_CPU] = (
@@ -152,7 +162,7 @@ def request_costs(
     w_r[Role.SH_OUT] = is_smb_r * wire_rb / rate[st[Role.SH_OUT]]
     w_r[Role.SH_IN] = is_smb_r * req / rate[st[Role.SH_IN]]
     sh = st[Role.SH_VOL]
-    w_r[Role.SH_VOL] = is_smb_r * miss_share * (fx.pos_s[sh] + io_b / fx.media[sh])
+    w_r[Role.SH_VOL] = is_smb_r * miss_share * (fx.pos_s[sh] * seek_r + io_b / fx.media[sh])
     v_r[Role.SH_VOL] = is_smb_r * miss_share
 
     # --- writes --------------------------------------------------------------------------------
@@ -190,7 +200,7 @@ def request_costs(
     ctrl = p.controller_write_ms / 1e3
     for role, sel in ((Role.WC_VOL, to_wc), (Role.SH_VOL, to_smb)):
         vs = st[role]
-        t_disk = fx.pos_s[vs] + wb / fx.media[vs]
+        t_disk = fx.pos_s[vs] * seek_w + wb / fx.media[vs]
         w_w[role] = sel * ((1.0 - full) * ctrl * fx.parallel[vs] + full * fx.penalty[vs] * t_disk)
         l_w[role] = sel * ((1.0 - full) * ctrl + full * t_disk)
         v_w[role] = sel * 1.0
@@ -223,4 +233,16 @@ def request_costs(
     rtt = p.network_latency_ms / 1e3
     fixed_r = rtt * (1.0 + remote_rd * miss) + np.maximum(0.0, wire_rb / link_rate - wire_rb / rate_ss)
     fixed_w = rtt * (1.0 + wc_rem) + np.maximum(0.0, wire_wb / link_rate - wire_wb / rate_ss)
-    return Costs(w_r, w_w, l_r, l_w, v_r, v_w, fixed_r, fixed_w)
+    io_r = v_r.copy()
+    if read_ahead is not None and read_ahead.any():
+        # A file read sequentially is read ahead: the server's cache manager fetches the next view
+        # while the client is served the current one, so the disk (or, in HA, the NAS) is busy
+        # with it but the request does not wait for it, unless the disk cannot keep up (the
+        # solver then holds the reader to the disk's pace).
+        for role in (Role.VD_VOL, Role.SH_VOL, Role.BK_CPU, Role.BK_OUT, Role.BK_IN):
+            v_r[role, read_ahead] = 0.0
+            l_r[role, read_ahead] = 0.0
+        fixed_r = np.where(
+            read_ahead, rtt + np.maximum(0.0, wire_rb / link_rate - wire_rb / rate_ss), fixed_r
+        )
+    return Costs(w_r, w_w, l_r, l_w, v_r, v_w, fixed_r, fixed_w, io_r)

@@ -109,11 +109,28 @@ def cores(hw: ServerHardware) -> int:
     return hw.cpu.sockets * hw.cpu.cores
 
 
-def fs_cache_mb(hw: ServerHardware, p: TwinParameters) -> float:
-    """The file-system cache a server can use: the inventory cap, else RAM minus a reserve."""
+def fs_cache_mb(hw: ServerHardware, p: TwinParameters, os: str = "") -> float:
+    """The file-system cache a server can use: the inventory cap, else RAM minus a reserve.
+
+    A 32-bit Windows server's system cache cannot outgrow its virtual-address window
+    (``fs_cache_max_mb_32bit``: 960 MB on 2003 R2 32-bit), however much RAM it has.
+    """
     if hw.fs_cache_mb is not None:
         return hw.fs_cache_mb
-    return max(64.0, hw.ram_gb * 1024.0 - p.uncapped_fs_cache_reserve_mb)
+    cap = max(64.0, hw.ram_gb * 1024.0 - p.uncapped_fs_cache_reserve_mb)
+    if "32-bit" in os:
+        cap = min(cap, p.fs_cache_max_mb_32bit)
+    return cap
+
+
+def dirty_limit_mb(hw: ServerHardware, p: TwinParameters, os: str = "") -> float:
+    """Buffered writes a server's cache manager holds dirty before writers wait, MB.
+
+    Windows Server 2003 sets CcDirtyPageThreshold to the cache's working-set maximum less 2 MB, at
+    most half of physical memory: on the 2007 servers min(960 - 2, 2048) = 958 MB.
+    """
+    cache = fs_cache_mb(hw, p, os)
+    return max(0.0, min(cache - p.dirty_page_reserve_mb, hw.ram_gb * 1024.0 * p.dirty_page_ram_fraction))
 
 
 def nic_names(nics: Nics) -> tuple[str, ...]:

@@ -98,6 +98,9 @@ class CopyJob:
     started_lab_s: float
     finished_lab_s: float | None  # None while running
     failed: str | None = None  # reason, when the client went down mid-copy
+    # lab seconds the copy still needs at its current speed (None: finished, failed or not known
+    # yet); lets a caller wait for it without polling the twin every few lab seconds
+    eta_lab_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -214,6 +214,8 @@ class PlaceholderTwin:
             if job.finished_lab_s is None and self.clock.now() >= done_at:
                 job = replace(job, finished_lab_s=done_at)
                 self._copies[job_id] = job
+            if job.finished_lab_s is None:
+                return replace(job, eta_lab_s=max(0.0, done_at - self.clock.now()))
             return job
 
     # --- storage -------------------------------------------------------------------------------

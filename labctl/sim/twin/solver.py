@@ -19,6 +19,7 @@ how much work the clients offer and how fast the stations are.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +40,10 @@ class Demands:
     fixed_w: np.ndarray
     p_read: np.ndarray  # (A,)
     think_s: np.ndarray  # (A,) local work per request, s
-    window: float
+    window: np.ndarray | float  # (A,) requests a row keeps in flight (1: the streaming protocol)
+    # (A, roles) disk reads per read request that nobody waits for (read-ahead): the station is busy
+    # with them and counts them, the request's response does not include them
+    async_io_r: np.ndarray | None = None
 
 
 @dataclass
@@ -113,14 +117,22 @@ def solve(
     r_read = d.fixed_r + res_r.sum(axis=1)
     r_write = d.fixed_w + res_w.sum(axis=1)
     rc = rate[:, None] * kc
-    customers = np.bincount(flat, weights=(rc * (wait * vis + lat)).ravel(), minlength=n_st)
-    reads_at = np.bincount(flat, weights=(rc * p_r * d.visit_r).ravel(), minlength=n_st)
+    present = wait * vis + lat
+    io_r = d.visit_r
+    if d.async_io_r is not None:
+        # work nobody waits for (read-ahead) is present at the station while it is served
+        present = present + np.where(d.visit_r > 0, 0.0, p_r * d.work_r)
+        io_r = d.visit_r + d.async_io_r
+    customers = np.bincount(flat, weights=(rc * present).ravel(), minlength=n_st)
+    reads_at = np.bincount(flat, weights=(rc * p_r * io_r).ravel(), minlength=n_st)
     writes_at = np.bincount(flat, weights=(rc * p_w * d.visit_w).ravel(), minlength=n_st)
     sol = Solution(rate, r_read, r_write, util, customers, own, reads_at, writes_at)
     return sol, b
 
 
-def lognormal_tail(mean_s: np.ndarray, threshold_s: float, sigma: float) -> np.ndarray:
+def lognormal_tail(
+    mean_s: np.ndarray, threshold_s: np.ndarray | float, sigma: np.ndarray | float
+) -> np.ndarray:
     """P(response > threshold) for a lognormal response time with this mean and log-spread.
 
     Response times are right-skewed: most requests take about the queueing mean, a few much
@@ -132,6 +144,10 @@ def lognormal_tail(mean_s: np.ndarray, threshold_s: float, sigma: float) -> np.n
     return 0.5 * _erfc(z / np.sqrt(2.0))
 
 
+def _erf(x: np.ndarray) -> np.ndarray:
+    return 1.0 - _erfc(x)
+
+
 def _erfc(x: np.ndarray) -> np.ndarray:
     # Abramowitz & Stegun 7.1.26 on |x|, reflected for negative x (|error| < 1.5e-7)
     ax = np.abs(x)
@@ -141,19 +157,84 @@ def _erfc(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, y, 2.0 - y)
 
 
-def expected_resends(mean_s: np.ndarray, timeout_s: float, sigma: float, max_resends: int = 4) -> np.ndarray:
-    """Re-sends one request causes: one per timeout it outlives (P(R > T) + P(R > 2T) + ...)."""
+def expected_resends(
+    mean_s: np.ndarray,
+    timeout_s: np.ndarray | float,
+    sigma: np.ndarray | float,
+    max_resends: int = 4,
+    backoff: float = 1.0,
+    max_timeout_s: float = np.inf,
+) -> np.ndarray:
+    """Re-sends one request causes: one per timeout it outlives.
+
+    The first re-send goes out after ``timeout_s``; each later one waits ``backoff`` times longer
+    than the one before (at most ``max_timeout_s``), so a request is re-sent for the j-th time
+    when its response takes longer than T (1 + b + ... + b^(j-1)): with b = 1,
+    P(R > T) + P(R > 2T) + ...; with the doubling of a retransmission timer (b = 2),
+    P(R > T) + P(R > 3T) + P(R > 7T) + ...
+    """
+    mean_s = np.asarray(mean_s, dtype=float)
     total = np.zeros_like(mean_s)
     # a response whose mean is a small fraction of the timeout practically never outlives it
-    live = np.flatnonzero(mean_s > timeout_s / 100.0)
+    live = np.flatnonzero(mean_s > np.asarray(timeout_s) / 100.0)
     if live.size == 0:
         return total
     m = mean_s[live]
+    sig: np.ndarray | float = sigma if isinstance(sigma, float) else np.asarray(sigma, dtype=float)[live]
+    step = np.full(live.size, timeout_s) if np.isscalar(timeout_s) else np.asarray(timeout_s)[live]
+    due = np.zeros_like(m)
     acc = np.zeros_like(m)
-    for j in range(1, max_resends + 1):
-        tail = lognormal_tail(m, j * timeout_s, sigma)
+    for _ in range(max_resends):
+        due += step
+        tail = lognormal_tail(m, due, sig)
         acc += tail
         if tail.max() < 1e-6:
             break
+        step = np.minimum(step * backoff, max_timeout_s)
     total[live] = acc
     return total
+
+
+def resends_while_waiting(
+    wait_s: np.ndarray, timeout_s: float, backoff: float = 1.0, max_timeout_s: float = np.inf
+) -> np.ndarray:
+    """Re-sends a client sends while a request goes unanswered for ``wait_s`` (a server down).
+
+    Timeouts T, bT, b^2 T, ... up to ``max_timeout_s``, then every ``max_timeout_s``.
+    """
+    wait = np.maximum(np.asarray(wait_s, dtype=float), 0.0)
+    if backoff <= 1.0 or timeout_s >= max_timeout_s:
+        return np.floor(wait / min(timeout_s, max_timeout_s))
+    geo = np.floor(np.log(wait * (backoff - 1.0) / timeout_s + 1.0) / np.log(backoff))
+    if not np.isfinite(max_timeout_s):
+        return geo
+    # geometric part: k timeouts take T (b^k - 1) / (b - 1) until the interval reaches the cap
+    k_cap = max(0.0, np.ceil(np.log(max_timeout_s / timeout_s) / np.log(backoff)))
+    t_cap = timeout_s * (backoff**k_cap - 1.0) / (backoff - 1.0)
+    linear = k_cap + np.floor((wait - t_cap) / max_timeout_s)
+    return np.where(wait < t_cap, geo, linear)
+
+
+def adaptive_timeout(
+    mean_r: np.ndarray,
+    mean_w: np.ndarray,
+    p_read: np.ndarray,
+    sigma_r: np.ndarray | float,
+    sigma_w: np.ndarray | float,
+    floor_s: float,
+    var_factor: float,
+    max_s: float,
+) -> np.ndarray:
+    """A client's retransmission timeout from its response times, as RFC 2988 estimates it.
+
+    RTO = SRTT + K x RTTVAR: SRTT converges to the mean response of the client's requests, RTTVAR
+    to their mean absolute deviation from it. A lognormal response of mean m and log-spread s
+    deviates from its mean by 2 m erf(s / (2 sqrt 2)) on average; a read/write mixture adds the
+    distance of each kind's mean from the overall one. Bounded to [floor_s, max_s].
+    """
+    p_w = 1.0 - p_read
+    srtt = p_read * mean_r + p_w * mean_w
+    mad_r = 2.0 * mean_r * _erf(np.asarray(sigma_r, dtype=float) / (2.0 * math.sqrt(2.0)))
+    mad_w = 2.0 * mean_w * _erf(np.asarray(sigma_w, dtype=float) / (2.0 * math.sqrt(2.0)))
+    rttvar = p_read * (np.abs(mean_r - srtt) + mad_r) + p_w * (np.abs(mean_w - srtt) + mad_w)
+    return np.clip(srtt + var_factor * rttvar, floor_s, max_s)

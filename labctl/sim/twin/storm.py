@@ -101,7 +101,7 @@ def run_storm(
     names = model.topo.client_names[:n]
     spread = np.linspace(0.0, wol_spread_s, n) if n > 1 else np.zeros(1)
     pending = list(zip(spread.tolist(), names, strict=True))
-    sampler = _Sampler(model)
+    sampler = Sampler(model)
     sampler.sample()
     times = np.arange(sample_s, duration_s + 1e-9, sample_s)
     retries_before = model.retries.copy()
@@ -139,11 +139,15 @@ def run_storm(
     return res
 
 
-class _Sampler:
-    """Perfmon-style sampling of the model's raw counters."""
+class Sampler:
+    """Perfmon-style sampling of the model's raw counters: each sample is the rate over the interval
+    since the previous one (``% Processor Time``, Bytes Sent/s, Avg. Disk Queue Length), memory is
+    the instantaneous value. Whatever the interval, it is a counter delta, as typeperf computes it.
+    """
 
     def __init__(self, model: TwinModel):
         self.m = model
+        self.times: list[float] = []
         self.rows: list[dict[str, float]] = []
         self.prev: dict[str, float] | None = None
         self.prev_t = model.t
@@ -154,11 +158,12 @@ class _Sampler:
         raw: dict[str, float] = {}
         for name, node in m.topo.servers.items():
             raw[f"cpu|{name}"] = float(m.busy_s[node.cpu]) / float(m.topo.m[node.cpu])
-            for j, st in enumerate(node.nic_out):
-                # Bytes Sent as the counter counts them, over Current Bandwidth (bits), as perfmon does
-                raw[f"nic|{name}/{j}"] = (
-                    float(m.busy_s[st]) * node.nic_rate * 8.0 / (node.hw.nics.speed_gbps * 1e9)
-                )
+            for j, (st, st_in) in enumerate(zip(node.nic_out, node.nic_in, strict=True)):
+                # Bytes Sent (Received) as the counter counts them, over Current Bandwidth (bits),
+                # as perfmon does
+                per_busy_s = node.nic_rate * 8.0 / (node.hw.nics.speed_gbps * 1e9)
+                raw[f"nic|{name}/{j}"] = float(m.busy_s[st]) * per_busy_s
+                raw[f"nicin|{name}/{j}"] = float(m.busy_s[st_in]) * per_busy_s
             raw[f"mem|{name}"] = node.hw.ram_gb * 1024.0 - m.memory_used_mb(name)
             for v in node.volumes:
                 key = f"{name}:{v.volume.name}"
@@ -176,11 +181,12 @@ class _Sampler:
                 kind = k.split("|", 1)[0]
                 if kind == "mem":
                     row[k] = v
-                elif kind in ("cpu", "nic"):
+                elif kind in ("cpu", "nic", "nicin"):
                     row[k] = min(100.0, 100.0 * (v - self.prev[k]) / dt)
                 elif kind == "queue":
                     row[k] = (v - self.prev[k]) / dt
             self.rows.append(row)
+            self.times.append(self.m.t)
         else:
             self.first = raw
         self.prev, self.prev_t = raw, self.m.t
@@ -197,4 +203,13 @@ class _Sampler:
         }
 
 
-__all__ = ["STORM_WINDOW_S", "Phase", "StationKind", "StormResult", "run_storm", "scaled_lab", "warm_caches"]
+__all__ = [
+    "STORM_WINDOW_S",
+    "Phase",
+    "Sampler",
+    "StationKind",
+    "StormResult",
+    "run_storm",
+    "scaled_lab",
+    "warm_caches",
+]

@@ -67,6 +67,10 @@ class VolumeInfo:
     timing: hwm.DiskTiming
     penalty: int
     controller_cache_bytes: float  # 0 without a write-back controller
+    # buffered writes the server's cache manager holds dirty for this volume before writers wait:
+    # the share's volume (SMB writes go through the file server's cache); 0 elsewhere (the
+    # streaming service writes its write-cache files write-through)
+    os_dirty_bytes: float = 0.0
 
 
 @dataclass
@@ -79,6 +83,7 @@ class ServerNode:
     nic_names: tuple[str, ...]
     nic_rate: float  # counted bytes/s per port
     volumes: list[VolumeInfo]
+    os: str = ""  # the inventory's OS name (a 32-bit Windows caps its file cache)
 
 
 @dataclass
@@ -149,7 +154,9 @@ def build_topology(lab: Lab, p: TwinParameters) -> Topology:
             )
             vols.append(info)
             volumes.append(info)
-        servers[srv.name] = ServerNode(srv.name, hw, cpu, outs, ins, hwm.nic_names(hw.nics), nic_rate, vols)
+        servers[srv.name] = ServerNode(
+            srv.name, hw, cpu, outs, ins, hwm.nic_names(hw.nics), nic_rate, vols, srv.os
+        )
 
     # switches: clients fill the secondary switches' ports first (one port is the uplink)
     secondaries = [s for s in lab.switches if s.role == "secondary"]
@@ -195,6 +202,10 @@ def build_topology(lab: Lab, p: TwinParameters) -> Topology:
         sh_station = vol_station(share_server, share.volume if share else None)
         if sh_station == dummy and servers[share_server].volumes:
             sh_station = servers[share_server].volumes[0].station
+        node = servers[share_server]
+        for info in node.volumes:
+            if info.station == sh_station:
+                info.os_dirty_bytes = hwm.dirty_limit_mb(node.hw, p, node.os) * hwm.MB
 
     client_server: list[str] = []
     link_rate = np.zeros(n)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,6 +50,16 @@ from labctl.sim.twin.vdi import views
 from labctl.sim.twin.vdi.implicit import vdi_of
 from labctl.sim.twin.vdi.model import VdiModel
 from labctl.sim.twin.workload import OS_UP, SESSION
+
+BLOCK = 512.0
+# A live twin follows a wall-driven clock (60x in the simulated lab). If stepping the model at its
+# usual resolution would take more than CATCH_UP_SHARE of the wall time it has to cover (the lab
+# process is starved of CPU), the steps are coarsened instead: every endpoint waits while the model
+# steps under the lock, and a lab that stalls for seconds (minutes of lab time at 60x) loses its
+# samples and delays every answer, which distorts the results far more than 0.2-1 s steps do.
+CATCH_UP_SHARE = 0.5
+CATCH_UP_MAX_DT_S = 1.0
+REFERENCE_DT_S = 0.1  # the model's step while clients boot
 
 
 @dataclass(frozen=True)
@@ -103,6 +114,8 @@ class PhysicalTwin:
 
             warm_caches(self.model)
         self._ids = itertools.count(1)
+        self._wall_driven = not isinstance(clock, FastForwardClock)
+        self._step_wall_s = 0.0  # measured wall time per model step (moving average)
         self._by_mac = {m.mac.lower(): m.name for m in lab.machines.values() if m.mac}
         self._client_macs = {m.name: (m.mac or "", m.ip) for m in lab.clients}
         vdi = vdi_of(lab)
@@ -118,10 +131,26 @@ class PhysicalTwin:
     # --- time ----------------------------------------------------------------------------------
     def _sync(self) -> None:
         now = self.clock.now()
-        if now - self.model.t >= self.min_advance_s:
-            self.model.advance_to(now)
         if self.vdi is not None and now - self.vdi.t >= self.min_advance_s:
             self.vdi.advance_to(now)
+        lag = now - self.model.t
+        if lag < self.min_advance_s:
+            return
+        if not self._wall_driven:
+            self.model.advance_to(now)
+            return
+        # steps of dt cost step_wall_s each and cover dt / scale of wall time: to spend at most
+        # CATCH_UP_SHARE of it stepping, dt >= step_wall_s x scale / CATCH_UP_SHARE
+        min_dt = None
+        affordable_dt = self._step_wall_s * self.clock.scale / CATCH_UP_SHARE
+        if affordable_dt > REFERENCE_DT_S:
+            min_dt = min(CATCH_UP_MAX_DT_S, affordable_dt)
+        steps, t = self.model.steps, time.perf_counter()
+        self.model.advance_to(now, min_dt=min_dt)
+        n = self.model.steps - steps
+        if n:
+            per = (time.perf_counter() - t) / n
+            self._step_wall_s = per if self._step_wall_s == 0.0 else 0.8 * self._step_wall_s + 0.2 * per
 
     def advance(self) -> float:
         """Bring the model to the clock's now (fast-forward users call it after ``clock.advance``)."""
@@ -294,7 +323,10 @@ class PhysicalTwin:
     def copy_status(self, job_id: str) -> CopyJob:
         with self._lock:
             self._sync()
-            return _job(self.model.copies[job_id], self.model.topo.client_names)
+            rec = self.model.copies[job_id]
+            running = rec.finished is None and rec.failed is None
+            eta = self.model.copy_eta_s(rec.client) if running else None
+            return _job(rec, self.model.topo.client_names, eta)
 
     # --- storage arrays ------------------------------------------------------------------------
     def lun_counters(self, array: str) -> tuple[LunCounters, ...]:
@@ -460,7 +492,7 @@ class PhysicalTwin:
         return [m.name for m in self.lab.machines.values() if m.kind is kind]
 
 
-def _job(rec: CopyRecord, names: list[str]) -> CopyJob:
+def _job(rec: CopyRecord, names: list[str], eta_lab_s: float | None = None) -> CopyJob:
     return CopyJob(
         rec.job_id,
         names[rec.client],
@@ -470,4 +502,5 @@ def _job(rec: CopyRecord, names: list[str]) -> CopyJob:
         rec.started,
         rec.finished,
         rec.failed,
+        eta_lab_s,
     )

@@ -1,0 +1,30 @@
+"""What every test of labctl's own suite shares: nothing of the project's own lab state.
+
+The lab lease and the quarantine live in the project's `.labctl/` by default; a test that ran a
+plan there would leave a quarantined client or a lease behind for the developer's next
+`labctl run` (and the developer's lease would refuse the tests). Each session gets its own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_lab_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    state = tmp_path_factory.mktemp("lab-state")
+    saved = {k: os.environ.get(k) for k in ("LABCTL_LEASE_DIR", "LABCTL_QUARANTINE_FILE")}
+    os.environ["LABCTL_LEASE_DIR"] = str(state / "leases")
+    os.environ["LABCTL_QUARANTINE_FILE"] = str(Path(state) / "quarantine.json")
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
