@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from labctl.cli.common import config_option, lab_option
+from labctl.cli.common import config_option, lab_option, simulator_hint
 from labctl.errors import EXIT_FAILED, EXIT_OK
 from labctl.inventory import load_lab
 from labctl.lab.preflight import CheckResult, Preflight
@@ -95,6 +95,9 @@ def check(lab_file: Path | None, configuration: str | None, timeout_s: float, as
         for r in failed:
             click.echo(f"FAILED {r.line}", err=True)
         click.echo(f"{len(failed)} of {len(results)} endpoints failed the preflight", err=True)
+        hint = simulator_hint(lab, lab_file, configuration)
+        if hint:
+            click.echo(f"hint: {hint}", err=True)
         sys.exit(EXIT_FAILED)
     return EXIT_OK
 

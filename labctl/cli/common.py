@@ -15,7 +15,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from labctl.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInputError, InventoryError, LabctlError
-from labctl.inventory.load import display_path
+from labctl.inventory.load import default_lab_file, display_path, load_lab
 from labctl.inventory.model import Group, Lab
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -98,3 +98,39 @@ def find_group(lab: Lab, name: str) -> Group:
     close = difflib.get_close_matches(name, list(lab.groups), n=1)
     hint = f"did you mean {close[0]!r}?" if close else f"groups of {lab.name}: {', '.join(lab.groups)}"
     raise BadInputError(f"unknown group {name!r} in {display_path(lab.source_file)} ({hint})")
+
+
+def check_simulator(lab_file: Path | None, configuration: str | None) -> None:
+    """Before a command drives a simulated lab: if the simulated lab that runs is another file or
+    configuration, say so in one line (exit 2) instead of failing later in the middle of the run.
+    A bad inventory is left to the command, which reports it with its own lines."""
+    file = lab_file or default_lab_file()
+    try:
+        lab = load_lab(file, configuration)
+    except LabctlError:
+        return
+    if lab.simulated:
+        from labctl.sim.lab import serving  # the simulator: real labs never import it
+
+        serving(file, configuration)
+
+
+def simulator_hint(lab: Lab, lab_file: Path | None, configuration: str | None) -> str | None:
+    """Why a simulated lab's endpoints do not answer, when it is that no simulator serves the file:
+    not running (start it), or running another lab. None for real labs or when it runs."""
+    if not lab.simulated:
+        return None
+    from labctl.sim.lab import SimLabMismatchError, serving  # the simulator: real labs never import it
+    from labctl.sim.state import resolve_state_dir
+
+    file = lab_file or default_lab_file()
+    try:
+        if serving(file, configuration) is not None:
+            return None
+    except SimLabMismatchError as exc:
+        return str(exc)
+    config = f" --config {configuration}" if configuration else ""
+    return (
+        f"no simulated lab is running (state dir {display_path(resolve_state_dir())}): "
+        f"start it with `labctl sim up --lab {display_path(file)}{config}`, then check again"
+    )

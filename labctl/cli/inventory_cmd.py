@@ -29,21 +29,26 @@ def inventory() -> None:
 
 
 @inventory.command()
-@click.argument("file", required=False, envvar="LABCTL_LAB", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@lab_option
 @config_option
-def validate(file: Path | None, configuration: str | None) -> None:
+def validate(file: Path | None, lab_file: Path | None, configuration: str | None) -> None:
     """Check an inventory file and print a summary of the lab.
 
-    Every configuration in the file is checked, not only the one in use. On problems, prints one
-    line per problem as `file:line: item: what is wrong (how to fix)` and exits 2. FILE defaults to
-    $LABCTL_LAB, else the simulated lab hardware/sim-2007.yaml.
+    Every configuration in the file is checked, not only the one in use, and every problem is
+    reported in one run: one line per problem as `file:line: item: what is wrong (how to fix)`,
+    exit 2. FILE (or --lab FILE, as for the other commands) defaults to $LABCTL_LAB, else the
+    simulated lab hardware/sim-2007.yaml.
 
     \b
     Examples:
       labctl inventory validate
       labctl inventory validate hardware/lab-2007.example.yaml --config ha
+      labctl inventory validate --lab hardware/my-lab.yaml
     """
-    lab = validate_file(file, configuration)
+    if file is not None and lab_file is not None and file.resolve() != lab_file.resolve():
+        raise click.UsageError(f"two files given: {file} and --lab {lab_file}; give one")
+    lab = validate_file(file or lab_file, configuration)
     for line in summary_lines(lab):
         click.echo(line)
 

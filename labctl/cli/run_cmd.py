@@ -9,7 +9,14 @@ from pathlib import Path
 
 import click
 
-from labctl.cli.common import PROJECT_ROOT, config_option, lab_option, resolve_results_dir, results_dir_option
+from labctl.cli.common import (
+    PROJECT_ROOT,
+    check_simulator,
+    config_option,
+    lab_option,
+    resolve_results_dir,
+    results_dir_option,
+)
 from labctl.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BadInputError, LabctlError
 
 PLANS_DIR = PROJECT_ROOT / "testplans"
@@ -103,6 +110,7 @@ def run(
       labctl run 2007                                # boot storm, copy/reboot matrix, HA comparison
     """
     files = plan_files(plan)
+    check_simulator(lab_file, configuration)  # another simulated lab running: one line, exit 2
     results = resolve_results_dir(results_dir).resolve()
     ran = run_plans(
         files,

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from labctl.cli.calibrate_cmd import calibrate
 from labctl.cli.common import config_option, lab_option
-from labctl.errors import EXIT_FAILED, EXIT_OK
+from labctl.errors import EXIT_FAILED, EXIT_OK, LabctlError
 from labctl.inventory.load import display_path
 from labctl.sim.endpoint import EndpointInfo
 from labctl.sim.lab import EndpointHealth, SimNotRunningError, SimulatedLab, describe_faults
@@ -86,6 +86,13 @@ def _state_text(rows: list[EndpointHealth]) -> str:
     return ", ".join(f"[{c}]{counts[s]} {words[s]}[/{c}]" for s, c in order if counts[s])
 
 
+def _placed_block(sim: SimulatedLab) -> int | None:
+    try:
+        return sim.lab.loopback_block
+    except LabctlError:  # the file changed since `up`: the table still shows what runs
+        return None
+
+
 def _print_lab(sim: SimulatedLab, health: list[EndpointHealth], verbose: bool, headline: str) -> None:
     console = _console()
     st = sim.state
@@ -95,6 +102,9 @@ def _print_lab(sim: SimulatedLab, health: list[EndpointHealth], verbose: bool, h
         + (f", configuration {st.configuration}" if st.configuration else "")
         + f"; time scale {st.time_scale:g}x; twin {st.twin or '?'}"
     )
+    block = _placed_block(sim)
+    if block is not None:
+        console.print(f"  placed on loopback 127.{block}.0.0/16 (lab.loopback_block)")
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     health = _sorted(health)
     if verbose:

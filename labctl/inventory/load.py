@@ -1,9 +1,13 @@
 """Load `hardware/*.yaml` into a resolved :class:`Lab`, with errors that name file, line and item.
 
-Two passes, so that one run of `labctl inventory validate` reports every problem at once:
-:func:`read_inventory` parses YAML (remembering the line of every item) and type-checks it against
-the spec models; :func:`resolve` expands ranges and checks what types cannot (duplicates, unknown
-references, RAID geometry, which configuration applies).
+One run of `labctl inventory validate` reports every problem at once: :func:`read_inventory`
+reads the file within the bounds of :mod:`~labctl.inventory.bounds` (size, encoding, nesting,
+aliases, machine count: a file beyond them is one line, read no further), parses YAML
+(remembering the line of every item), checks what types cannot express
+(:mod:`~labctl.inventory.checks`: names, text, numbers, URLs, files, loopback) and type-checks
+each item on its own (:mod:`~labctl.inventory.lenient`); :func:`resolve` then expands ranges and
+checks what needs the whole lab (duplicates, unknown references, RAID geometry, which
+configuration applies), skipping references to items whose own entry already failed.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from typing import Any
 from urllib.parse import urlparse
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from labctl.errors import InventoryError, Problem
+from labctl.inventory import bounds, checks, lenient, placement
 from labctl.inventory.agents import Agents, resolve_agents
 from labctl.inventory.model import (
     POWER_ENDPOINT,
@@ -260,34 +265,59 @@ def display_path(path: str | Path) -> str:
     return str(path)
 
 
-def read_inventory(path: str | Path) -> tuple[InventorySpec, dict[Loc, int], str, bytes]:
-    """Parse and type-check a file. Returns the spec, its line map, its display name and raw bytes."""
+@dataclass
+class _Parsed:
+    spec: InventorySpec
+    lines: dict[Loc, int]
+    shown: str
+    raw: bytes
+    problems: list[Problem]  # from the file's own items; resolve adds what needs the whole lab
+    broken: frozenset[str]  # names of items that failed their types
+    positions: dict[str, list[int]]  # the file's index of each list item the spec kept
+
+
+def _fatal(shown: str, line: int | None, message: str, fix: str) -> InventoryError:
+    return InventoryError([Problem(shown, line, "", message, fix)])
+
+
+def _parse(path: str | Path) -> _Parsed:
+    """Read within bounds, parse, check and type-check a file; raise only when it cannot be read
+    as an inventory at all (missing, too big, not UTF-8, not YAML, beyond the bounds)."""
     p = Path(path)
     shown = display_path(p)
     try:
-        raw = p.read_bytes()
+        got = bounds.read_bytes(p)
     except FileNotFoundError:
-        raise InventoryError(
-            [
-                Problem(
-                    shown,
-                    None,
-                    "",
-                    "file not found",
-                    "check the path, or give no file to use the default simulated lab hardware/sim-2007.yaml",
-                )
-            ]
+        raise _fatal(
+            shown,
+            None,
+            "file not found",
+            "check the path, or give no file to use the default simulated lab hardware/sim-2007.yaml",
         ) from None
     except IsADirectoryError:
-        raise InventoryError([Problem(shown, None, "", "is a folder", "name a .yaml file in it")]) from None
+        raise _fatal(shown, None, "is a folder", "name a .yaml file in it") from None
     except OSError as exc:
-        raise InventoryError(
-            [Problem(shown, None, "", f"cannot read file: {exc.strerror}", "check its permissions")]
-        ) from None
-    text = raw.decode("utf-8", errors="replace")
+        raise _fatal(shown, None, f"cannot read file: {exc.strerror}", "check its permissions") from None
+    if isinstance(got, bounds.Exceeded):
+        raise _fatal(shown, got.line, got.message, got.fix)
+    raw = got
+    text = bounds.decode(raw)
+    if isinstance(text, bounds.Exceeded):
+        raise _fatal(shown, text.line, text.message, text.fix)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: the same YAML, 5x faster
+    exceeded = bounds.check_events(text, loader)
+    if exceeded is not None:
+        raise _fatal(shown, exceeded.line, exceeded.message, exceeded.fix)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=loader)
+        exceeded = bounds.check_aliases(node) if node is not None else None
+        if exceeded is not None:
+            raise _fatal(shown, exceeded.line, exceeded.message, exceeded.fix)
+        lines: dict[Loc, int] = {}
+        dup_keys: list[tuple[Loc, int, int]] = []
+        if node is not None:  # before constructing: that merges `<<:` keys into the nodes
+            _line_map(node, (), lines, dup_keys)
+        data = yaml.SafeLoader("").construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
@@ -296,24 +326,17 @@ def read_inventory(path: str | Path) -> tuple[InventorySpec, dict[Loc, int], str
         context_mark = getattr(exc, "context_mark", None)
         if context and context_mark is not None and context_mark.line + 1 != line:
             problem += f", {context} at line {context_mark.line + 1}"
-        raise InventoryError(
-            [
-                Problem(
-                    shown,
-                    line,
-                    "",
-                    f"YAML syntax error: {problem}",
-                    "check the indentation, brackets and quoting on this line and the one before",
-                )
-            ]
+        raise _fatal(
+            shown,
+            line,
+            f"YAML syntax error: {_one_line(problem)}",
+            "check the indentation, brackets and quoting on this line and the one before",
         ) from None
     if not isinstance(data, dict) or node is None:
-        raise InventoryError(
-            [Problem(shown, 1, "", "the file is not a YAML mapping", "start with `lab:` and `networks:`")]
-        )
-    lines: dict[Loc, int] = {}
-    dup_keys: list[tuple[Loc, int, int]] = []
-    _line_map(node, (), lines, dup_keys)
+        raise _fatal(shown, 1, "the file is not a YAML mapping", "start with `lab:` and `networks:`")
+    exceeded = bounds.check_machines(data)
+    if exceeded is not None:
+        raise _fatal(shown, exceeded.line, exceeded.message, exceeded.fix)
     problems = [
         Problem(
             shown,
@@ -324,16 +347,97 @@ def read_inventory(path: str | Path) -> tuple[InventorySpec, dict[Loc, int], str
         )
         for loc, line, first in dup_keys
     ]
+    problems += _place(data, p, shown, lines)
+    found = checks.screen(data, p.resolve().parent)
+    typed = lenient.validate_spec(data)
+    found += [
+        checks.Finding(lenient.file_loc(f.loc, typed.positions), f.message, f.fix)
+        for f in checks.screen_spec(typed.spec)
+        if lenient.file_loc(f.loc, typed.positions) not in {g.loc for g in found}
+    ]
+    problems += [Problem(shown, _line_of(lines, f.loc), _path(f.loc), f.message, f.fix) for f in found]
+    seen = {f.loc for f in found}
+    for err in typed.errors:
+        loc = tuple(err["loc"])
+        if loc in seen:
+            continue  # already said better by the checks (e.g. inf, where the type only says > 0)
+        message, fix = _describe(err, loc)
+        problems.append(Problem(shown, _line_of(lines, loc), _path(loc), _one_line(message), fix))
+    return _Parsed(typed.spec, lines, shown, raw, problems, frozenset(typed.broken), typed.positions)
+
+
+def _place(data: dict[str, Any], path: Path, shown: str, lines: dict[Loc, int]) -> list[Problem]:
+    """``lab.loopback_block``: rewrite the 127.x addresses in ``data`` onto the block, in place."""
+    lab = data.get("lab")
+    setting = lab.get("loopback_block") if isinstance(lab, dict) else None
+    if setting is None or not isinstance(lab, dict):
+        return []
+    loc: Loc = ("lab", "loopback_block")
+    if lab.get("simulated") is not True:
+        return [
+            Problem(
+                shown,
+                _line_of(lines, loc),
+                _path(loc),
+                "loopback_block places a simulated lab; this lab is not simulated",
+                "remove it, or set simulated: true",
+            )
+        ]
     try:
-        spec = InventorySpec.model_validate(data)
-    except ValidationError as exc:
-        for err in exc.errors():
-            loc = tuple(err["loc"])
-            message, fix = _describe(err, loc)
-            problems.append(Problem(shown, _line_of(lines, loc), _path(loc), message, fix))
-    if problems:
-        raise InventoryError(sorted(problems, key=lambda p: p.line or 0))
-    return spec, lines, shown, raw
+        block = placement.block_for(path, setting)
+    except placement.PlacementError as exc:
+        return [Problem(shown, _line_of(lines, loc), _path(loc), str(exc), exc.fix)]
+    wide = placement.wide_subnets(data)
+    if wide:
+        return [
+            Problem(
+                shown,
+                _line_of(lines, ("networks", i, "subnet")),
+                _path(("networks", i, "subnet")),
+                f"loopback_block cannot place subnet {subnet!r}: it is wider than one block",
+                "give the main network a /16 or narrower subnet, the others /24 or narrower",
+            )
+            for i, subnet in wide
+        ]
+    if block is not None:
+        placement.place(data, block)
+        lab["loopback_block"] = block
+    return []
+
+
+def _one_line(text: str) -> str:
+    """A message quoting hostile input stays one line (repr already escapes; this is the rest)."""
+    return text.replace("\r", " ").replace("\n", " ")
+
+
+def read_inventory(path: str | Path) -> tuple[InventorySpec, dict[Loc, int], str, bytes]:
+    """Parse and type-check a file. Returns the spec, its line map, its display name and raw bytes."""
+    parsed = _parse(path)
+    if parsed.problems:
+        raise InventoryError(sorted(parsed.problems, key=lambda p: p.line or 0))
+    return parsed.spec, parsed.lines, parsed.shown, parsed.raw
+
+
+def _resolved(
+    parsed: _Parsed, configuration: str | None, *, every_machine: bool = False
+) -> tuple[Lab | None, list[Problem]]:
+    """Resolve what parsed, with the file's own problems in front: ``(lab or None, problems)``."""
+    problems = list(parsed.problems)
+    try:
+        lab = resolve(
+            parsed.spec,
+            parsed.lines,
+            parsed.shown,
+            parsed.raw,
+            configuration,
+            every_machine=every_machine,
+            broken=parsed.broken,
+            positions=parsed.positions,
+        )
+    except InventoryError as exc:
+        problems.extend(p for p in exc.problems if p not in problems)
+        return None, problems
+    return lab, problems
 
 
 def load_lab(
@@ -345,8 +449,9 @@ def load_lab(
     box in the file, as a real lab has them all racked, whichever configuration is active).
     """
     file = Path(path or default_lab_file())
-    spec, lines, shown, raw = read_inventory(file)
-    lab = resolve(spec, lines, shown, raw, configuration, every_machine=every_machine)
+    lab, problems = _resolved(_parse(file), configuration, every_machine=every_machine)
+    if problems or lab is None:
+        raise InventoryError(sorted(problems, key=lambda p: p.line or 0))
     # absolute, so that whoever reads Lab.source_file (a subprocess, a run folder) can reopen it
     return lab.model_copy(update={"source_file": str(file.resolve())})
 
@@ -358,16 +463,16 @@ def validate_file(path: str | Path | None = None, configuration: str | None = No
     `labctl inventory validate` before a nightly HA run trips over it.
     """
     file = Path(path or default_lab_file())
-    spec, lines, shown, raw = read_inventory(file)
+    parsed = _parse(file)
     problems: list[Problem] = []
     labs: list[Lab] = []
-    others = [name for name in spec.configurations if name != configuration]
+    others = [name for name in parsed.spec.configurations if name != configuration]
     for name in [configuration, *others]:  # the asked-for (or default) configuration first
-        try:
-            labs.append(resolve(spec, lines, shown, raw, name))
-        except InventoryError as exc:
-            problems.extend(p for p in exc.problems if p not in problems)
-    if problems:
+        lab, found = _resolved(parsed, name)
+        problems.extend(p for p in found if p not in problems)
+        if lab is not None:
+            labs.append(lab)
+    if problems or not labs:
         raise InventoryError(sorted(problems, key=lambda p: p.line or 0))
     return labs[0].model_copy(update={"source_file": str(file.resolve())})
 
@@ -377,9 +482,15 @@ class _Collector:
         self.file = file
         self.lines = lines
         self.problems: list[Problem] = []
+        self.broken: frozenset[str] = frozenset()  # names whose entry failed its types
+        self.positions: dict[str, list[int]] = {}  # spec index -> file index, per list section
+
+    def line(self, loc: Loc) -> int | None:
+        return _line_of(self.lines, lenient.file_loc(loc, self.positions))
 
     def add(self, loc: Loc, message: str, fix: str = "") -> None:
-        problem = Problem(self.file, _line_of(self.lines, loc), _path(loc), message, fix)
+        where = lenient.file_loc(loc, self.positions)
+        problem = Problem(self.file, _line_of(self.lines, where), _path(where), _one_line(message), fix)
         if problem not in self.problems:
             self.problems.append(problem)
 
@@ -412,22 +523,34 @@ def resolve(
     configuration: str | None = None,
     *,
     every_machine: bool = False,
+    broken: frozenset[str] = frozenset(),
+    positions: dict[str, list[int]] | None = None,
 ) -> Lab:
-    """Expand ranges, apply one configuration and check cross-references; raise every problem at once."""
+    """Expand ranges, apply one configuration and check cross-references; raise every problem at once.
+
+    ``broken``: names of items whose own entry failed to type-check (already reported): a
+    reference to one of them is not reported again as unknown. ``positions``: the file's index
+    of each list item ``spec`` kept (see :func:`labctl.inventory.lenient.file_loc`)."""
     c = _Collector(shown, lines)
+    c.broken = broken
+    c.positions = positions or {}
     networks = _networks(c, spec)
 
     config_names = tuple(spec.configurations)
     chosen = configuration or spec.default_configuration or (config_names[0] if config_names else None)
     choices = ", ".join(config_names) or "none declared"
-    if configuration and configuration not in spec.configurations:
+    if configuration and configuration not in spec.configurations and configuration not in broken:
         c.add(
             ("configurations",),
             f"unknown configuration {configuration!r}",
             _did_you_mean(configuration, config_names, f"choose one of: {choices}"),
         )
         chosen = None
-    if spec.default_configuration and spec.default_configuration not in spec.configurations:
+    if (
+        spec.default_configuration
+        and spec.default_configuration not in spec.configurations
+        and spec.default_configuration not in broken
+    ):
         c.add(
             ("default_configuration",),
             f"unknown configuration {spec.default_configuration!r}",
@@ -439,7 +562,7 @@ def resolve(
     def in_config(wanted: tuple[str, ...], loc: Loc) -> bool:
         nonlocal misspelt_configuration
         for name in wanted:
-            if name not in spec.configurations:
+            if name not in spec.configurations and name not in broken:
                 misspelt_configuration = True
                 c.add(
                     (*loc, "configurations"),
@@ -459,6 +582,13 @@ def resolve(
         if d.present and d.machine.name not in machines:
             machines[d.machine.name] = d.machine
     _check_duplicates(c, declared)
+    for i, net in enumerate(spec.networks):
+        if net.wol_relay and net.wol_relay not in everywhere and net.wol_relay not in broken:
+            c.add(
+                ("networks", i, "wol_relay"),
+                f"Wake-on-LAN relay {net.wol_relay!r} is not a machine of this file",
+                _did_you_mean(net.wol_relay, everywhere, "name a machine on that subnet with ssh:"),
+            )
 
     vcenters: dict[str, VCenter] = {}
     for i, vc in enumerate(spec.vcenters):
@@ -467,7 +597,7 @@ def resolve(
         _check_url(c, ("vcenters", i, "url"), vc.url)
         vcenters[vc.name] = vc
     for i, vs in enumerate(spec.vms):
-        if vs.vcenter not in vcenters:
+        if vs.vcenter not in vcenters and vs.vcenter not in broken:
             c.add(
                 ("vms", i, "vcenter"),
                 f"unknown vCenter {vs.vcenter!r}",
@@ -489,7 +619,9 @@ def resolve(
         if sh.name in shares:
             c.add((*loc, "name"), f"duplicate share name {sh.name!r}", "rename one")
         host = everywhere.get(sh.server)
-        if host is None or host.kind is not MachineKind.SERVER:
+        if (host is None and sh.server not in broken) or (
+            host is not None and host.kind is not MachineKind.SERVER
+        ):
             servers = [m.name for m in everywhere.values() if m.kind is MachineKind.SERVER]
             c.add(
                 (*loc, "server"),
@@ -522,7 +654,7 @@ def resolve(
                 c.add(floc, str(exc), exc.fix)
                 continue
             known = [*everywhere, *storage, *vcenters, *vdi_targets]
-            unknown = [n for n in names if n not in known]
+            unknown = [n for n in names if n not in known and n not in broken]
             if unknown:
                 c.add(
                     floc,
@@ -538,6 +670,7 @@ def resolve(
         source_file=shown,
         time_scale=spec.lab.time_scale,
         simulated=spec.lab.simulated,
+        loopback_block=spec.lab.loopback_block if isinstance(spec.lab.loopback_block, int) else None,
         seed=spec.lab.seed,
         twin=spec.lab.twin,
         faults=spec.lab.faults,
@@ -634,6 +767,8 @@ def _declare_machines(
     def check_network(name: str, loc: Loc, ips: list[str]) -> None:
         net = networks.get(name)
         if net is None:
+            if name in c.broken:
+                return
             c.add(
                 (*loc, "network"),
                 f"unknown network {name!r}",
@@ -814,7 +949,7 @@ def _check_duplicates(c: _Collector, declared: list[_Declared]) -> None:
                 first[value] = d
         for loc, found in clashes.items():
             value, other = found[0]
-            where = _line_of(c.lines, (*other.loc, attr))
+            where = c.line((*other.loc, attr))
             more = f" and {len(found) - 1} more of this range" if len(found) > 1 else ""
             if attr == "name":
                 message = f"duplicate machine name {value!r}{more}"
@@ -850,7 +985,7 @@ def _groups(
                 c.add((*loc, "members", j), str(exc), exc.fix)
                 own_problem = True
                 continue
-            unknown = [n for n in names if n not in everywhere]
+            unknown = [n for n in names if n not in everywhere and n not in c.broken]
             if unknown:
                 c.add(
                     (*loc, "members", j),
@@ -866,7 +1001,11 @@ def _groups(
                     continue
                 if all(t in m.tags for t in gs.tags):
                     found.append(m.name)
-        if not found and not own_problem:
+        # an entry that failed its types may be what the group would have held
+        maybe_broken = any(n in c.broken for n in _member_names(gs.members)) or (
+            bool(c.broken) and bool(gs.tags or gs.kind)
+        )
+        if not found and not own_problem and not maybe_broken:
             selector = ", ".join(
                 [f"tags {list(gs.tags)}"] * bool(gs.tags) + [f"kind {gs.kind}"] * bool(gs.kind)
             )
@@ -893,6 +1032,8 @@ def _configuration(
     loc: Loc = ("configurations", chosen)
     for j, s in enumerate(cs.streaming_servers):
         server = machines.get(s)
+        if s in c.broken:
+            continue
         if server is None or server.role is not MachineRole.STREAMING:
             c.add(
                 (*loc, "streaming_servers", j),
@@ -904,7 +1045,7 @@ def _configuration(
     share = None
     if cs.share is not None:
         share = shares.get(cs.share)
-        if share is None:
+        if share is None and cs.share not in c.broken:
             c.add(
                 (*loc, "share"),
                 f"unknown share {cs.share!r}",
@@ -925,6 +1066,8 @@ def _configuration(
 def _server_volume(c: _Collector, machines: dict[str, Machine], loc: Loc, ref: str) -> tuple[str, str]:
     server, _, volume = ref.partition(":")
     m = machines.get(server)
+    if m is None and server in c.broken:
+        return server, volume
     if m is None:
         c.add(
             loc,
@@ -954,4 +1097,14 @@ def _check_url(c: _Collector, loc: Loc, url: str, schemes: tuple[str, ...] = ("h
     except ValueError:
         ok = False
     if not ok:
-        c.add(loc, f"malformed URL {url!r}", f"write {schemes[0]}://host[:port][/path]")
+        c.add(loc, f"malformed URL {checks.redact_url(url)!r}", f"write {schemes[0]}://host[:port][/path]")
+
+
+def _member_names(members: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for entry in members:
+        try:
+            out.extend(expand_names(entry))
+        except RangeError:
+            out.append(entry)
+    return out

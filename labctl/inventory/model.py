@@ -314,6 +314,9 @@ class LabSpec(Frozen):
     description: str = ""
     time_scale: PositiveFloat = 1.0  # 1 for real labs; the simulated lab runs faster
     simulated: bool = False
+    # simulated labs: move every 127.x.y.z address onto 127.<block>.0.0/16 ("auto": a free block
+    # remembered for this file); see labctl.inventory.placement
+    loopback_block: int | Literal["auto"] | None = None
     seed: int = 0
     twin: TwinParameters = TwinParameters()
     faults: tuple[FaultSpec, ...] = ()
@@ -428,6 +431,7 @@ class Lab(Frozen):
     source_file: str
     time_scale: float
     simulated: bool
+    loopback_block: int | None = None  # the block the file's 127.x addresses were placed on
     seed: int
     twin: TwinParameters
     faults: tuple[FaultSpec, ...]

@@ -98,6 +98,10 @@ def expand_ips(spec: str, count: int) -> list[str]:
             )
         return [str(ipaddress.IPv4Address(v)) for v in range(int(lo), int(hi) + 1)]
     lo = _ip(spec)
+    if int(lo) + count - 1 > 0xFFFFFFFF:
+        raise RangeError(
+            f"IP range from {spec!r} for {count} machines runs past 255.255.255.255", "start lower"
+        )
     return [str(ipaddress.IPv4Address(int(lo) + i)) for i in range(count)]
 
 

@@ -7,7 +7,11 @@ others: every kind is watched in its own thread and every machine gets an outcom
 What "ready" means, by kind:
 - **client**: the streaming server reports the device active with a boot time (agent up), as the
   2007 paper measures boot time; with no streaming server, the machine answers ``hostname``
-  over SSH. The boot time and session retries the server reports are kept.
+  over SSH. The boot time and session retries the server reports are kept. When a streaming
+  server cannot be read (its SSH drops, refuses the login, times out), the clients it would
+  report on are checked over SSH instead, and their outcome names that server
+  (``failed_endpoint``): a client that booted has no boot time because *the server* failed, not
+  because the client did.
 - **server**: Redfish ``PowerState`` is ``On`` and, when the inventory gives SSH access, the OS
   answers ``hostname``.
 - **vm**: powered on with guest tools running and an IP address, watched through vCenter's
@@ -17,6 +21,10 @@ What "ready" means, by kind:
 look is only counted once it has been seen not ready (the streaming server still shows the
 previous session for a moment after a reboot command). It applies to clients and servers;
 vCenter reports a VM's guest state itself.
+
+A watcher that crashes (an exception no endpoint error explains) gives every machine of its kind
+that was not ready yet an ``error`` outcome with the crash, also those it had already seen: it
+never reports "not ready by the deadline" for a deadline that has not come.
 """
 
 from __future__ import annotations
@@ -42,6 +50,9 @@ class Readiness:
     boot_time_s: float | None = None  # as the streaming server reports it (clients)
     retries: int | None = None  # session retries the streaming server reports (clients)
     detail: str = ""
+    # the endpoint whose failure left this outcome incomplete or undecided, e.g. the streaming
+    # server whose device status could not be read (so no boot time); "" when none
+    failed_endpoint: str = ""
 
     @property
     def ready(self) -> bool:
@@ -71,6 +82,7 @@ class _Tracker:
         self.observed: set[str] = set()  # at least one successful observation
         self.last: dict[str, str] = {}
         self.first_boot_time: dict[str, float] = {}  # boot time the streaming server first reported
+        self.blamed: dict[str, tuple[str, str]] = {}  # machine -> (endpoint, why) that kept it unknown
 
     def pending(self) -> list[Machine]:
         with self.lock:
@@ -96,6 +108,15 @@ class _Tracker:
         with self.lock:
             self.errors[m.name] = reason
 
+    def blame(self, m: Machine, endpoint: str, why: str) -> None:
+        """``endpoint`` (not ``m``) is why ``m``'s outcome lacks what that endpoint would tell."""
+        with self.lock:
+            self.blamed[m.name] = (endpoint, why)
+
+    def cleared(self, m: Machine) -> None:
+        with self.lock:
+            self.blamed.pop(m.name, None)
+
     def up(
         self, m: Machine, *, boot_time_s: float | None = None, retries: int | None = None, detail: str = ""
     ) -> bool:
@@ -107,7 +128,12 @@ class _Tracker:
             if self.expect_boot and m.name not in self.seen_down:
                 self.last[m.name] = "still up from before the boot"
                 return False
-            r = Readiness(m.name, m.kind.value, "ready", self.s.clock.now(), boot_time_s, retries, detail)
+            endpoint, why = self.blamed.get(m.name, ("", ""))
+            if endpoint:
+                detail = f"{detail}; {why}" if detail else why
+            r = Readiness(
+                m.name, m.kind.value, "ready", self.s.clock.now(), boot_time_s, retries, detail, endpoint
+            )
             self.ready[m.name] = r
         ev = (
             {"boot_time_s": boot_time_s, "retries": retries}
@@ -172,13 +198,21 @@ def _watch_clients(t: _Tracker, clients: list[Machine], deadline: float) -> None
         ssh_check: list[Machine] = []
         if use_pvs:
             devices, errors = s.power.device_status()
+            failed = ", ".join(sorted(errors))
+            reasons = "; ".join(errors[n] for n in sorted(errors))
             if errors and not devices:
                 ssh_check = pending  # no streaming server answered: fall back to SSH
                 for m in pending:
-                    t.error(m, "device status unavailable: " + "; ".join(errors.values()))
+                    t.blame(m, failed, f"streaming server {failed} could not be read: {reasons}")
             else:
                 for m in pending:
                     d = devices.get(m.name) or (devices.get(m.mac) if m.mac else None)
+                    if d is None and errors:
+                        # not on a server that answered: it may be one that failed; ask it over SSH
+                        t.blame(m, failed, f"streaming server {failed} could not be read: {reasons}")
+                        ssh_check.append(m)
+                        continue
+                    t.cleared(m)
                     if d is not None and d.active and d.boot_time_s is not None:
                         if t.expect_boot:
                             t.note_session(m, d.boot_time_s)
@@ -200,7 +234,10 @@ def _watch_clients(t: _Tracker, clients: list[Machine], deadline: float) -> None
         if ssh_check:
 
             def probe(m: Machine) -> None:
-                _check_ssh(t, m, "answers over SSH", lambda why: why or "no SSH answer")
+                try:
+                    _check_ssh(t, m, "answers over SSH", lambda why: why or "no SSH answer")
+                except Exception as exc:  # one machine's odd failure must not end the others' watch
+                    t.error(m, f"{m.name}: check it is up (hostname): {type(exc).__name__}: {exc}")
 
             with ThreadPoolExecutor(max_workers=min(64, len(ssh_check))) as pool:
                 list(pool.map(probe, ssh_check))
@@ -306,25 +343,29 @@ def wait_ready(
     tracker = _Tracker(session, machines, expect_boot, stop)
     stop = tracker.stop
     by_kind = kinds(machines)
-    watchers: list[Callable[[], None]] = []
+    watchers: list[tuple[MachineKind, Callable[[], None]]] = []
     if MachineKind.CLIENT in by_kind:
-        watchers.append(lambda: _watch_clients(tracker, by_kind[MachineKind.CLIENT], deadline))
+        watchers.append(
+            (MachineKind.CLIENT, lambda: _watch_clients(tracker, by_kind[MachineKind.CLIENT], deadline))
+        )
     if MachineKind.SERVER in by_kind:
-        watchers.append(lambda: _watch_servers(tracker, by_kind[MachineKind.SERVER], deadline))
+        watchers.append(
+            (MachineKind.SERVER, lambda: _watch_servers(tracker, by_kind[MachineKind.SERVER], deadline))
+        )
     if MachineKind.VM in by_kind:
-        watchers.append(lambda: _watch_vms(tracker, by_kind[MachineKind.VM], deadline))
-    crashes: list[str] = []
+        watchers.append((MachineKind.VM, lambda: _watch_vms(tracker, by_kind[MachineKind.VM], deadline)))
+    crashes: dict[MachineKind, str] = {}  # kind -> why its watcher ended early
 
-    def guard(fn: Callable[[], None]) -> Callable[[], None]:
+    def guard(kind: MachineKind, fn: Callable[[], None]) -> Callable[[], None]:
         def run() -> None:
             try:
                 fn()
             except Exception as exc:  # recorded per machine below
-                crashes.append(f"{type(exc).__name__}: {exc}")
+                crashes[kind] = f"{type(exc).__name__}: {exc}"
 
         return run
 
-    threads = [threading.Thread(target=guard(w), daemon=True, name="wait-ready") for w in watchers]
+    threads = [threading.Thread(target=guard(k, w), daemon=True, name="wait-ready") for k, w in watchers]
     for th in threads:
         th.start()
     # a watcher blocked in a network call past the deadline must not hold the caller: give each
@@ -343,14 +384,22 @@ def wait_ready(
             if r is not None:
                 out[m.name] = r
                 continue
-            if m.name in tracker.errors and m.name not in tracker.observed:
-                out[m.name] = Readiness(m.name, m.kind.value, "error", detail=tracker.errors[m.name])
-            elif crashes and m.name not in tracker.observed:
-                out[m.name] = Readiness(m.name, m.kind.value, "error", detail="; ".join(crashes))
+            endpoint, blamed = tracker.blamed.get(m.name, ("", ""))
+            last = tracker.last.get(m.name) or tracker.errors.get(m.name) or "never seen"
+            if m.kind in crashes:
+                # the watch of this kind ended early: the deadline did not decide anything
+                crash = f"the readiness watch failed: {crashes[m.kind]} (last seen: {last})"
+                out[m.name] = Readiness(m.name, m.kind.value, "error", detail=crash, failed_endpoint=endpoint)
+            elif m.name in tracker.errors and m.name not in tracker.observed:
+                out[m.name] = Readiness(
+                    m.name, m.kind.value, "error", detail=tracker.errors[m.name], failed_endpoint=endpoint
+                )
             else:
-                last = tracker.last.get(m.name) or tracker.errors.get(m.name) or "never seen"
                 why = "wait stopped before it was ready" if stopped else "not ready by the deadline"
-                out[m.name] = Readiness(m.name, m.kind.value, "timeout", detail=f"{why}: {last}")
+                detail = f"{why}: {last}" + (f"; {blamed}" if blamed else "")
+                out[m.name] = Readiness(
+                    m.name, m.kind.value, "timeout", detail=detail, failed_endpoint=endpoint
+                )
     for m in machines:
         r = out[m.name]
         if r.state != "ready":

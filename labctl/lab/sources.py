@@ -1,10 +1,17 @@
-"""Metric sources: what the recorder samples. Each has a ``name`` and a ``read()``.
+"""Metric sources: what the recorder samples. Each has a ``name``, an ``interval_s`` (the lab
+seconds it promises between two samples of a series) and a ``read()``.
 
 ``read()`` returns a batch of :class:`~labctl.records.samples.Sample` (polled sources), or, for
 ``typeperf`` in streaming mode, an iterator that yields samples as the server prints each row
 (``close()`` ends the stream). Samples carry the source's own timestamp where it has one
 (typeperf rows, Unity query results, vCenter samples); PVS device status and Redfish power
 readings have none, so they are stamped with the lab clock when read.
+
+Polled sources read their endpoints concurrently, each against its own deadline (one poll
+interval, at least ``DEADLINE_FLOOR_WALL_S``), with :class:`~labctl.lab.polling.EndpointPoller`: a BMC that
+hangs or answers 503 never holds back another BMC's samples. When an endpoint fails, ``read()``
+raises :class:`~labctl.records.samples.PartialRead` naming each failed endpoint and carrying the
+samples the others gave.
 
     srcs = session.sources.for_plan()           # everything the lab offers for a storm
     srcs = [session.sources.typeperf("pvs-01"), session.sources.pvs()]
@@ -13,8 +20,8 @@ readings have none, so they are stamped with the lab clock when read.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TypeVar
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from typing import Generic, TypeVar
 
 from labctl.drivers import pvs as pvs_driver
 from labctl.drivers import typeperf as tp
@@ -24,12 +31,75 @@ from labctl.drivers.storage.base import RateTracker, array_totals
 from labctl.drivers.vsphere import HOST_COUNTERS
 from labctl.errors import EndpointError
 from labctl.inventory.model import Machine, MachineKind
+from labctl.lab.polling import EndpointPoller
 from labctl.lab.session import LabSession
-from labctl.records.samples import Sample
+from labctl.records.samples import PartialRead, Sample
+
+# A polled endpoint that has not answered within one interval, or this many wall seconds if that
+# is longer (a TLS login on a loaded machine takes a while; at 60x one interval is 83 ms), is
+# reported as failing for that read; its samples come with a later read if it answers after all.
+DEADLINE_FLOOR_WALL_S = 1.0
 
 
 def to_samples(source: str, readings: Iterable[Reading]) -> list[Sample]:
     return [Sample(source, r.entity, r.metric, r.unit, r.source_ts, r.value) for r in readings]
+
+
+_E = TypeVar("_E", bound=Hashable)
+
+
+class PolledSource(Generic[_E]):
+    """A polled source over endpoints read concurrently, each against its own deadline.
+
+    Subclasses set ``name`` and ``interval_s`` and implement ``_endpoints()``, ``_endpoint_name()``
+    and ``_read_one(endpoint) -> list[Sample]`` (run in the endpoint's own thread, never two at
+    once for one endpoint).
+    """
+
+    name: str
+    interval_s: float | None
+    s: LabSession
+
+    _poller: EndpointPoller[_E, list[Sample]] | None = None
+
+    def _endpoints(self) -> Sequence[_E]:
+        raise NotImplementedError
+
+    def _endpoint_name(self, ep: _E) -> str:
+        return str(ep)
+
+    def _read_one(self, ep: _E) -> list[Sample]:
+        raise NotImplementedError
+
+    def _poll_lab_s(self) -> float:
+        """Lab seconds between two reads: the deadline of one endpoint's read and the wait."""
+        return self.interval_s if self.interval_s is not None else 5.0
+
+    def _make_poller(self) -> EndpointPoller[_E, list[Sample]]:
+        clock = self.s.clock
+        deadline = max(DEADLINE_FLOOR_WALL_S, clock.to_wall_s(self._poll_lab_s()))
+        return EndpointPoller(
+            self._endpoints(),
+            self._read_one,
+            name=self._endpoint_name,
+            deadline_wall_s=deadline,
+            deadline_text=f"{clock.to_lab_s(deadline):.3g} lab s",
+        )
+
+    def read(self) -> list[Sample]:
+        if self._poller is None:
+            self._poller = self._make_poller()
+        poller = self._poller
+        results, errors = poller.poll()
+        samples = [x for ep in poller.endpoints if ep in results for x in results[ep]]
+        if errors:
+            raise PartialRead(samples, {self._endpoint_name(ep): why for ep, why in errors.items()})
+        return samples
+
+    def close(self) -> None:
+        poller, self._poller = self._poller, None
+        if poller is not None:
+            poller.close()
 
 
 class TypeperfSource:
@@ -102,30 +172,45 @@ class TypeperfSource:
             st.close()
 
 
-class PvsSource:
+class PvsSource(PolledSource[Machine]):
     """Boot time, retries and activity of every client, from one streaming server.
 
     Each client's value is recorded when it changes, and every ``refresh_s`` lab seconds in any
-    case (sample-and-hold: a value holds until the next sample). Polling 100 clients x 4 figures
-    every interval otherwise made nine tenths of a run's series file out of repeated values.
+    case (sample-and-hold: a value holds until the next sample, so ``interval_s`` is
+    ``refresh_s``). Polling 100 clients x 4 figures every interval otherwise made nine tenths of
+    a run's series file out of repeated values.
     """
 
-    def __init__(self, session: LabSession, server: Machine, *, refresh_s: float = 60.0):
+    def __init__(self, session: LabSession, server: Machine, *, refresh_s: float = 60.0, poll_s: float = 5.0):
         self.s = session
         self.server = server
         self.name = f"pvs:{server.name}"
         self.refresh_s = refresh_s
+        self.interval_s = refresh_s
+        self.poll_s = poll_s  # how often it is read (changes show within this)
         self._last: dict[tuple[str, str], tuple[float, float]] = {}  # (entity, metric) -> (value, ts)
 
-    def read(self) -> list[Sample]:
+    def _poll_lab_s(self) -> float:
+        return self.poll_s
+
+    def _endpoints(self) -> Sequence[Machine]:
+        return [self.server]
+
+    def _endpoint_name(self, ep: Machine) -> str:
+        return ep.name
+
+    def _read_one(self, ep: Machine) -> list[Sample]:
         res = self.s.ssh.run(
-            self.s.ssh_target(self.server),
+            self.s.ssh_target(ep),
             pvs_driver.DEVICE_INFO_COMMAND,
             timeout_s=60.0,
             action="read device status",
             check=True,
         )
-        devices = pvs_driver.parse_device_info(res.stdout)
+        try:
+            devices = pvs_driver.parse_device_info(res.stdout)
+        except ValueError as exc:
+            raise EndpointError(ep.name, "read device status", str(exc)) from None
         return self._changed(to_samples("pvs", pvs_driver.readings(devices, self.s.clock.now())))
 
     def _changed(self, samples: list[Sample]) -> list[Sample]:
@@ -139,28 +224,26 @@ class PvsSource:
         return out
 
 
-class RedfishPowerSource:
-    """Power drawn by each server, from its BMC (``PowerConsumedWatts``)."""
+class RedfishPowerSource(PolledSource[Machine]):
+    """Power drawn by each server, from its BMC (``PowerConsumedWatts``), every BMC at once."""
 
-    def __init__(self, session: LabSession, servers: Sequence[Machine]):
+    def __init__(self, session: LabSession, servers: Sequence[Machine], *, interval_s: float = 5.0):
         self.s = session
         self.servers = [m for m in servers if m.bmc is not None]
+        self.interval_s = interval_s
         self.name = "redfish:power" if len(self.servers) != 1 else f"redfish:{self.servers[0].name}"
 
-    def read(self) -> list[Sample]:
-        out: list[Sample] = []
-        errors = []
-        for m in self.servers:
-            try:
-                out.extend(to_samples("redfish", [self.s.redfish(m).power_reading(self.s.clock.now)]))
-            except EndpointError as exc:
-                errors.append(exc)
-        if errors and not out:
-            raise errors[0]
-        return out
+    def _endpoints(self) -> Sequence[Machine]:
+        return self.servers
+
+    def _endpoint_name(self, ep: Machine) -> str:
+        return ep.name
+
+    def _read_one(self, ep: Machine) -> list[Sample]:
+        return to_samples("redfish", [self.s.redfish(ep).power_reading(self.s.clock.now)])
 
 
-class StorageSource:
+class StorageSource(PolledSource[str]):
     """LUN and array IOPS, MB/s, latency and I/O size, from an array's real-time counters."""
 
     def __init__(self, session: LabSession, array: str, *, interval_s: float = 5.0):
@@ -171,23 +254,27 @@ class StorageSource:
         self._tracker = RateTracker()
         self._started = False
 
-    def read(self) -> list[Sample]:
-        drv = self.s.storage(self.array)
+    def _endpoints(self) -> Sequence[str]:
+        return [self.array]
+
+    def _read_one(self, ep: str) -> list[Sample]:
+        drv = self.s.storage(ep)
         if not self._started:
-            drv.start_metrics(self.interval_s)
+            drv.start_metrics(self._poll_lab_s())
             self._started = True
         deltas = self._tracker.feed(drv.read_counters())
         readings: list[Reading] = []
         by_ts: dict[float, list] = {}
         for d in deltas:
-            readings.extend(d.readings(self.array))
+            readings.extend(d.readings(ep))
             by_ts.setdefault(d.ts, []).append(d)
         for group in by_ts.values():
-            readings.extend(array_totals(self.array, group))
-        kind = self.s.lab.storage[self.array].kind.value
+            readings.extend(array_totals(ep, group))
+        kind = self.s.lab.storage[ep].kind.value
         return to_samples(kind, readings)
 
     def close(self) -> None:
+        super().close()
         if self._started:
             self._started = False
             try:
@@ -196,12 +283,16 @@ class StorageSource:
                 pass
 
 
-class VCenterPerfSource:
+class VCenterPerfSource(PolledSource[str]):
     """Host CPU, memory, ballooning and network (and optionally per-VM counters) from vCenter.
 
     vCenter stamps samples with its own clock; on a simulated lab that clock is vcsim's wall
     clock, so timestamps are mapped onto the lab timeline (identical on a real lab, scale 1).
+    vCenter's real-time statistics have one sample per 20 s (``interval_s``); a sample already
+    returned by an earlier read is not returned again.
     """
+
+    REALTIME_INTERVAL_S = 20.0
 
     def __init__(
         self,
@@ -218,25 +309,27 @@ class VCenterPerfSource:
         self.vm_counters = tuple(vm_counters)
         self.vms = tuple(vms)
         self.name = f"vcenter:{vcenter}"
+        self.interval_s = self.REALTIME_INTERVAL_S
+        self._newest: dict[tuple[str, str], float] = {}  # (entity, metric) -> newest source_ts
 
-    def read(self) -> list[Sample]:
-        vc = self.s.vcenter(self.vcenter)
+    def _endpoints(self) -> Sequence[str]:
+        return [self.vcenter]
+
+    def _read_one(self, ep: str) -> list[Sample]:
+        vc = self.s.vcenter(ep)
         readings = vc.query_perf(vc.hosts(), self.counters, max_sample=1)
         if self.vm_counters and self.vms:
             refs, _ = vc.vm_refs(self.vms)
             readings += vc.query_perf(refs, self.vm_counters, max_sample=1)
         c = self.s.clock
-        return [
-            Sample(
-                "vcenter",
-                r.entity,
-                r.metric,
-                r.unit,
-                c.anchor_wall_s + (r.source_ts - c.anchor_wall_s) * c.scale,
-                r.value,
-            )
-            for r in readings
-        ]
+        out = []
+        for r in readings:
+            ts = c.anchor_wall_s + (r.source_ts - c.anchor_wall_s) * c.scale
+            if ts <= self._newest.get((r.entity, r.metric), -1.0):
+                continue
+            self._newest[(r.entity, r.metric)] = ts
+            out.append(Sample("vcenter", r.entity, r.metric, r.unit, ts, r.value))
+        return out
 
 
 _S = TypeVar("_S")
@@ -257,18 +350,18 @@ class Sources:
         m = machine if isinstance(machine, Machine) else self.s.lab.machine(machine)
         return self._keep(TypeperfSource(self.s, m, **kw))  # type: ignore[arg-type]
 
-    def pvs(self, server: str | Machine | None = None) -> list[PvsSource]:
+    def pvs(self, server: str | Machine | None = None, *, poll_s: float = 5.0) -> list[PvsSource]:
+        """One source per streaming server (each read in its own thread by the recorder)."""
         servers = (
             [server if isinstance(server, Machine) else self.s.lab.machine(server)]
             if server
             else self.s.streaming_servers
         )
-        return [self._keep(PvsSource(self.s, m)) for m in servers]
+        return [self._keep(PvsSource(self.s, m, poll_s=poll_s)) for m in servers]
 
-    def redfish_power(self, selector: str = "servers") -> RedfishPowerSource:
-        return self._keep(
-            RedfishPowerSource(self.s, [m for m in self.s.machines(selector) if m.kind is MachineKind.SERVER])
-        )
+    def redfish_power(self, selector: str = "servers", *, interval_s: float = 5.0) -> RedfishPowerSource:
+        servers = [m for m in self.s.machines(selector) if m.kind is MachineKind.SERVER]
+        return self._keep(RedfishPowerSource(self.s, servers, interval_s=interval_s))
 
     def storage(self, array: str, **kw: object) -> StorageSource:
         return self._keep(StorageSource(self.s, array, **kw))  # type: ignore[arg-type]
@@ -286,10 +379,10 @@ class Sources:
                 if n in lab.machines:
                     servers.setdefault(n, lab.machines[n])
         out: list[object] = [self.typeperf(m, interval_s=interval_s) for m in servers.values() if m.ssh]
-        out += self.pvs()
+        out += self.pvs(poll_s=interval_s)
         bmcs = [m for m in lab.servers if m.bmc is not None]
         if bmcs:
-            out.append(self._keep(RedfishPowerSource(self.s, bmcs)))
+            out.append(self._keep(RedfishPowerSource(self.s, bmcs, interval_s=interval_s)))
         out += [self.storage(a, interval_s=interval_s) for a in lab.storage]
         out += [self.vcenter(v) for v in lab.vcenters]
         return out

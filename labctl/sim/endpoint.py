@@ -39,7 +39,8 @@ class PortInUseError(BadInputError):
     def __init__(self, kind: str, name: str, host: str, port: int):
         super().__init__(
             f"{kind} endpoint for {name}: {host}:{port} is already in use "
-            f"(another `labctl sim up`? run `labctl sim status`, or free the port: `ss -ltnup | grep {port}`)"
+            f"(another `labctl sim up`? run `labctl sim status`, free the port: `ss -ltnup | grep {port}`, "
+            "or give the lab addresses of its own: loopback_block: auto under lab: in its file)"
         )
         self.kind = kind
         self.name = name

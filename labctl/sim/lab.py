@@ -35,7 +35,7 @@ from labctl.clock import LabClock
 from labctl.errors import BadInputError, LabctlError
 from labctl.inventory.credentials import SECRETS_FILE_VAR
 from labctl.inventory.faults import FaultSpec
-from labctl.inventory.load import default_lab_file, load_lab
+from labctl.inventory.load import default_lab_file, display_path, load_lab
 from labctl.inventory.model import Lab
 from labctl.sim.endpoint import EndpointInfo, PortInUseError, check_address_free
 from labctl.sim.faults import parse_fault_option
@@ -81,6 +81,35 @@ class SimNotRunningError(LabctlError):
 
 class SimStartError(LabctlError):
     pass
+
+
+class SimLabMismatchError(BadInputError):
+    """The simulated lab that runs is not the one a command asked for (another file, or another
+    configuration of it): one line, exit 2, saying how to get the one wanted."""
+
+    def __init__(
+        self,
+        state: SimState,
+        running_cfg: str | None,
+        wanted_file: Path,
+        wanted_cfg: str | None,
+        given_cfg: str | None = None,
+    ):
+        running = display_path(state.lab_file) + (f" (configuration {running_cfg})" if running_cfg else "")
+        wanted = display_path(wanted_file) + (f" (configuration {wanted_cfg})" if wanted_cfg else "")
+        same_file = Path(state.lab_file).resolve() == wanted_file.resolve()
+        up = f"labctl sim up --lab {display_path(wanted_file)}" + (
+            f" --config {given_cfg}" if given_cfg else ""
+        )
+        if same_file:
+            other = f", or use --config {running_cfg}" if running_cfg else ""
+        else:
+            other = f", or use --lab {display_path(state.lab_file)}"
+        super().__init__(
+            f"a simulated lab is already running: {running}, not {wanted}; stop it with `labctl sim down` "
+            f"and start yours with `{up}`{other} (state dir {display_path(state.state_dir)})"
+        )
+        self.state = state
 
 
 @dataclass(frozen=True)
@@ -543,6 +572,37 @@ class SimulatedLab:
             self._state = None
             self._owner = False
             return left
+
+
+def serving(
+    lab_file: str | os.PathLike[str],
+    configuration: str | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+) -> SimulatedLab | None:
+    """The running simulated lab of ``state_dir`` if it serves ``lab_file`` in ``configuration``
+    (None: the file's default); None when none runs; :class:`SimLabMismatchError` when the one
+    that runs is another file or configuration."""
+    try:
+        sim = SimulatedLab.attach(state_dir)
+    except SimNotRunningError:
+        return None
+    if not sim.running:
+        return None
+    state = sim.state
+    wanted_file = Path(lab_file).resolve()
+    wanted_cfg = configuration or _default_configuration(wanted_file)
+    running_cfg = state.configuration or _default_configuration(Path(state.lab_file))
+    if Path(state.lab_file).resolve() != wanted_file or running_cfg != wanted_cfg:
+        raise SimLabMismatchError(state, running_cfg, wanted_file, wanted_cfg, configuration)
+    return sim
+
+
+def _default_configuration(lab_file: Path) -> str | None:
+    try:
+        conf = load_lab(lab_file).configuration
+    except LabctlError:
+        return None
+    return conf.name if conf else None
 
 
 def leftover_processes(state_dir: Path) -> list[int]:

@@ -382,6 +382,23 @@ def test_every_consistency_problem_of_a_file_is_reported_in_line_order(validate:
     assert "group 'nobody' is empty" in lines[2]
 
 
+def test_type_and_consistency_problems_come_in_one_run(validate: Validate) -> None:
+    """A type error and a consistency error in one file: both lines in the first run (they took
+    two runs of validate, fixing the types first), and the server whose entry has the type error
+    is not reported a second time by the groups and configurations that name it."""
+    text = edit(
+        "fs_cache_mb: 960      # LargeSystemCache=1;", "fs_cache_mb: plenty  #"
+    )  # pvs-01 (a type error)
+    text = edit("    mac: 00:1a:a0:20:00:13\n", "    mac: 00:1a:a0:20:00:12\n", text)  # a MAC twice
+    code, lines, _ = validate(text)
+    assert code == 2
+    assert [int(m["line"]) for m in map(LINE.match, lines) if m] == [
+        line_no(text, "fs_cache_mb: plenty"),
+        line_no(text, "mac: 00:1a:a0:20:00:12", 2),
+    ]
+    assert len(lines) == 2, lines
+
+
 def test_bad_range_does_not_cascade_into_group_errors(validate: Validate) -> None:
     # the groups name optiplex-001..100; the MAC range is wrong, but the machines still exist
     code, lines, _ = validate(edit("00:1a:a0:07:00:64", "00:1a:a0:07:00:10"))

@@ -43,11 +43,16 @@ def test_hung_bmc_is_an_error_for_that_server_only(faulty) -> None:
         assert states["pvs-01"].state.value == "on"
 
 
-def test_clients_fall_back_to_ssh_when_the_streaming_server_cannot_be_read(faulty) -> None:
+def test_clients_fall_back_to_ssh_and_name_the_streaming_server_that_cannot_be_read(faulty) -> None:
+    """pvs-01 refuses our login: every client that booted is ready (it answers over SSH), and its
+    missing boot time is pvs-01's failure, named on each outcome, not the client's."""
     with LabSession(load_lab(faulty.lab_file), faulty.clock, settings=FAST) as s:
         assert s.power.on("clients").ok
         ready = s.wait_ready("clients", timeout_s=120)
         assert all(r.ready for r in ready.values()), ready
-        assert {r.detail for r in ready.values()} == {"answers over SSH"}
         assert all(r.boot_time_s is None for r in ready.values())  # only PVS knows boot times
+        assert {r.failed_endpoint for r in ready.values()} == {"pvs-01"}
+        for r in ready.values():
+            assert r.detail.startswith("answers over SSH; streaming server pvs-01 could not be read: ")
+            assert "authentication failed" in r.detail
         s.power.off("clients")

@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from labctl.records.samples import PartialRead, Sample
+
 pytestmark = pytest.mark.integration
 
 
@@ -85,3 +87,48 @@ def test_for_plan_feeds_the_recorder(session_for, tmp_path) -> None:
     assert {"typeperf", "pvs", "redfish"} <= sources_seen
     events = (tmp_path / "events.jsonl").read_text()
     assert "power.action" in events and "optiplex-001" in events
+
+
+@pytest.mark.parametrize("fault", ["bmc_hang", "bmc_503"])
+def test_one_failing_bmc_is_named_and_never_starves_the_others(sim, session_for, fault: str) -> None:
+    """BMC power is read from every BMC at once: a BMC that hangs or answers 503 is a named error
+    at each read, while pvs-01's BMC still gives a sample at every read."""
+    sim.add_fault(f"{fault}:infra-01")
+    try:
+        s = session_for()
+        src = s.sources.redfish_power(interval_s=5)
+        got: list[Sample] = []
+        errors: list[dict[str, str]] = []
+        for _ in range(8):
+            try:
+                got += src.read()
+                errors.append({})
+            except PartialRead as exc:
+                got += exc.samples
+                errors.append(exc.errors)
+            s.clock.sleep(5)
+        src.close()
+    finally:
+        sim.clear_faults()
+    assert len([x for x in got if x.entity == "pvs-01"]) == 8
+    assert not [x for x in got if x.entity == "infra-01"]
+    # named at every read: a failing BMC stays failed until it answers
+    assert all(set(e) == {"infra-01"} for e in errors), errors
+    assert all(why.startswith("infra-01") for e in errors for why in e.values())
+
+
+def test_every_source_promises_an_interval(session_for) -> None:
+    from labctl.records.samples import MetricSource
+
+    s = session_for()
+    by_name = {x.name: x for x in s.sources.for_plan(interval_s=5)}  # type: ignore[attr-defined]
+    assert all(isinstance(x, MetricSource) for x in by_name.values())
+    promised = {name: x.interval_s for name, x in by_name.items()}  # type: ignore[attr-defined]
+    assert promised == {
+        "typeperf:pvs-01": 5,
+        "pvs:pvs-01": 60,  # sample-and-hold: every value at least once a minute
+        "redfish:power": 5,
+        "storage:unity-01": 5,
+        "vcenter:vc-01": 20,  # vCenter's real-time statistics interval
+    }, promised
+    s.sources.close()

@@ -83,6 +83,23 @@ def start_sim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Start
 
 
 @pytest.fixture
+def state_dir(tmp_path: Path) -> Iterator[Path]:
+    """A state folder; whatever runs for it at teardown is stopped by pid (from the state file)."""
+    from labctl.sim.lab import leftover_processes
+    from labctl.sim.state import ProcessRecord, read_state, stop_processes
+
+    sd = tmp_path / "state"
+    try:
+        yield sd
+    finally:
+        state = read_state(sd)
+        if state is not None:
+            stop_processes(state.processes)
+        for pid in leftover_processes(sd):  # a failed test must not leave a simulator running
+            stop_processes([ProcessRecord("leftover", pid, str(sd))])
+
+
+@pytest.fixture
 def sim_lab(start_sim: StartSim) -> SimulatedLab:
     return start_sim()
 

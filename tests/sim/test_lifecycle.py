@@ -15,7 +15,6 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import paramiko
@@ -49,20 +48,6 @@ def run_cli(
         text=True,
         timeout=timeout_s,
     )
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path) -> Iterator[Path]:
-    """A state folder; whatever runs for it at teardown is stopped by pid (from the state file)."""
-    sd = tmp_path / "state"
-    try:
-        yield sd
-    finally:
-        state = read_state(sd)
-        if state is not None:
-            stop_processes(state.processes)
-        for pid in leftover_processes(sd):  # a failed test must not leave a simulator running
-            stop_processes([ProcessRecord("leftover", pid, str(sd))])
 
 
 def assert_nothing_left(state_dir: Path, pids: list[int]) -> None:

@@ -578,3 +578,35 @@ def test_protocol_details_the_dmtf_protocol_validator_checks(tmp_path: Path) -> 
             timeout=TIMEOUT,
         )
         assert gone.status_code == 200 and bmcs["pvs-01"].active_sessions() == 0
+
+
+def test_a_starved_power_sampler_fills_the_window_it_missed(tmp_path: Path) -> None:
+    """The BMC's power window (PowerMetrics min/avg/max) has a sample every POWER_SAMPLE_LAB_S even
+    when the sampler did not run for 17 lab s: the missed ones lie on the line between its two
+    readings, each at its own lab time."""
+    from labctl.sim.redfish.idrac import POWER_SAMPLE_LAB_S
+    from labctl.sim.twin.twin import FastForwardClock
+
+    class Watts(PlaceholderTwin):
+        watts = 100.0
+
+        def power_consumed_watts(self, server: str) -> float:
+            return self.watts
+
+    lab = load_lab(make_test_lab(tmp_path, clients=2), every_machine=True)
+    clock = FastForwardClock(scale=1e6)
+    twin = Watts(lab, clock)
+    ctx = SimContext(lab, twin, FaultBook((), clock), clock, tmp_path / "state", SECRETS)
+    bmc = next(e for e in build_endpoints(ctx) if e.machine.name == "pvs-01")  # not started
+    t0 = clock.now()
+    bmc._sample_power()
+    clock.advance(17.0)
+    twin.watts = 270.0
+    bmc._sample_power()
+    assert POWER_SAMPLE_LAB_S == 5.0
+    assert [(round(t - t0, 6), round(w, 6)) for t, w in bmc._power_samples] == [
+        (0.0, 100.0),
+        (5.0, 150.0),
+        (10.0, 200.0),
+        (17.0, 270.0),
+    ]

@@ -25,6 +25,7 @@ from labctl.sim.ssh.pvs import convert_to_json
 from labctl.sim.ssh.shell import CommandDropped, MachineEnv, Shell
 from labctl.sim.twin.interface import DeviceStatus, NicCounters, ServerCounters, VolumeCounters
 from labctl.sim.twin.placeholder import PlaceholderTwin
+from labctl.sim.twin.twin import FastForwardClock
 from tests.labfiles import make_test_lab
 
 T0 = 1_180_000_000.0  # 05/24/2007 09:46:40 UTC
@@ -56,9 +57,10 @@ class ScriptedTwin(PlaceholderTwin):
         self.devices: list[DeviceStatus] = []
 
     def server_counters(self, server: str) -> ServerCounters:
-        if len(self.readings) > 1:
-            return self.readings.pop(0)
-        return self.readings[0]
+        r = self.readings.pop(0) if len(self.readings) > 1 else self.readings[0]
+        if isinstance(self.clock, FastForwardClock):  # the scripted reading is the lab's present
+            self.clock.advance(r.lab_time_s - self.clock.now())
+        return r
 
     def device_status(self, streaming_server: str) -> tuple[DeviceStatus, ...]:
         return tuple(self.devices)
@@ -91,12 +93,22 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
     return load_lab(make_test_lab(tmp_path_factory.mktemp("lab"), clients=3), every_machine=True)
 
 
-@pytest.fixture
-def box(lab: Lab, tmp_path: Path) -> Iterator[Box]:
-    clock = LabClock(scale=1e6)  # sleeps take no time; timestamps come from the script
+def _box(lab: Lab, tmp_path: Path, clock: LabClock) -> Box:
     twin = ScriptedTwin(lab, clock)
     ctx = SimContext(lab, twin, FaultBook((), clock), clock, tmp_path, {})
-    yield Box(lab, twin, ctx, FileStore(lab, twin.boot_count))
+    return Box(lab, twin, ctx, FileStore(lab, twin.boot_count))
+
+
+@pytest.fixture
+def box(lab: Lab, tmp_path: Path) -> Iterator[Box]:
+    yield _box(lab, tmp_path, LabClock(scale=1e6))  # sleeps take no time
+
+
+@pytest.fixture
+def pdh_box(lab: Lab, tmp_path: Path) -> Iterator[Box]:
+    """Sleeps take no time and the lab's present is the time of the twin's latest scripted reading
+    (a reading later than the next row's time is a simulator that was starved until then)."""
+    yield _box(lab, tmp_path, FastForwardClock(scale=1e6, start_s=T0))
 
 
 def reading(
@@ -188,8 +200,8 @@ def test_cmd_built_ins(box: Box) -> None:
 # --- typeperf arithmetic ---------------------------------------------------------------------------
 
 
-def test_typeperf_rates_from_deltas_as_pdh(box: Box) -> None:
-    box.twin.readings = [
+def test_typeperf_rates_from_deltas_as_pdh(pdh_box: Box) -> None:
+    pdh_box.twin.readings = [
         reading(T0, busy=100.0, q=10.0, transfers=1000, rt=5.0),
         reading(T0 + 5, busy=105.0, q=60.0, transfers=1500, rt=10.0),  # 50 % CPU, queue 10, 10 ms/IO
         reading(T0 + 10, busy=125.0, q=60.0, transfers=1500, rt=10.0),  # 200 % -> capped; idle disk
@@ -204,7 +216,9 @@ def test_typeperf_rates_from_deltas_as_pdh(box: Box) -> None:
         r"\Memory\Available MBytes",
         r"\Network Interface(Broadcom BCM5708C NetXtreme II GigE)\Bytes Sent/sec",
     ]
-    out, err, status = box.run("pvs-01", "typeperf " + " ".join(f'"{c}"' for c in counters) + " -sc 3 -si 5")
+    out, err, status = pdh_box.run(
+        "pvs-01", "typeperf " + " ".join(f'"{c}"' for c in counters) + " -sc 3 -si 5"
+    )
     assert (err, status) == ("", 0)
     assert out.split("\r\n")[2:6] == [
         '"05/24/2007 09:46:45.000","50.000000","10.000000","0.010000","100.000000","100.000000","3000.000000","1000000.000000"',
@@ -214,17 +228,39 @@ def test_typeperf_rates_from_deltas_as_pdh(box: Box) -> None:
     ]
 
 
-def test_typeperf_si_accepts_minutes_and_rejects_nonsense(box: Box) -> None:
-    box.twin.readings = [reading(T0, 0.0), reading(T0 + 90, 0.0)]
-    out, _, status = box.run("pvs-01", r'typeperf "\Memory\Available MBytes" -si 01:30 -sc 1')
+def test_a_starved_typeperf_still_writes_every_row_at_its_own_time(pdh_box: Box) -> None:
+    """The simulator did not run from T0 to T0 + 17 (three rows were due): on waking it writes all
+    three, stamped 5, 10 and 15 s, from the counters at those times (interpolated between the twin's
+    readings at 0 and 17 s: the busy counter grew at a steady 50 %), then goes on at 20 s."""
+    pdh_box.twin.readings = [
+        reading(T0, busy=0.0, transfers=0),
+        reading(T0 + 17, busy=17.0, transfers=1700),  # 2 cores at 50 %, 100 IO/s
+        reading(T0 + 20, busy=23.0, transfers=2300),  # 100 %, 200 IO/s
+    ]
+    counters = r'"\Processor(_Total)\% Processor Time" "\PhysicalDisk(1 D:)\Disk Transfers/sec"'
+    out, err, status = pdh_box.run("pvs-01", f"typeperf {counters} -sc 4 -si 5")
+    assert (err, status) == ("", 0)
+    assert out.split("\r\n")[2:7] == [
+        '"05/24/2007 09:46:45.000","50.000000","100.000000"',
+        '"05/24/2007 09:46:50.000","50.000000","100.000000"',
+        '"05/24/2007 09:46:55.000","50.000000","100.000000"',
+        # 15 -> 20 s: busy 15 -> 23 core-s (8 / 10 = 80 %), transfers 1500 -> 2300
+        '"05/24/2007 09:47:00.000","80.000000","160.000000"',
+        "Exiting, please wait...",
+    ]
+
+
+def test_typeperf_si_accepts_minutes_and_rejects_nonsense(pdh_box: Box) -> None:
+    pdh_box.twin.readings = [reading(T0, 0.0), reading(T0 + 90, 0.0)]
+    out, _, status = pdh_box.run("pvs-01", r'typeperf "\Memory\Available MBytes" -si 01:30 -sc 1')
     assert status == 0 and '"05/24/2007 09:48:10.000","3000.000000"' in out
-    out, _, status = box.run("pvs-01", r'typeperf "\Memory\Available MBytes" -sc zero')
+    out, _, status = pdh_box.run("pvs-01", r'typeperf "\Memory\Available MBytes" -sc zero')
     assert status == 1 and out.startswith("Error:")
 
 
-def test_typeperf_tsv_and_host_prefixed_paths(box: Box) -> None:
-    box.twin.readings = [reading(T0, 0.0), reading(T0 + 1, 1.0)]
-    out, _, _ = box.run("pvs-01", r'typeperf "\\pvs-01\Processor(*)\% Processor Time" -f TSV -sc 1')
+def test_typeperf_tsv_and_host_prefixed_paths(pdh_box: Box) -> None:
+    pdh_box.twin.readings = [reading(T0, 0.0), reading(T0 + 1, 1.0)]
+    out, _, _ = pdh_box.run("pvs-01", r'typeperf "\\pvs-01\Processor(*)\% Processor Time" -f TSV -sc 1')
     header = out.split("\r\n")[1]
     assert header == "\t".join(
         [
@@ -232,15 +268,15 @@ def test_typeperf_tsv_and_host_prefixed_paths(box: Box) -> None:
             *(f'"\\\\PVS-01\\Processor({i})\\% Processor Time"' for i in ("0", "1", "_Total")),
         ]
     )
-    out, _, status = box.run("pvs-01", r'typeperf "\\other\Memory\Available MBytes" -sc 1')
+    out, _, status = pdh_box.run("pvs-01", r'typeperf "\\other\Memory\Available MBytes" -sc 1')
     assert (out, status) == ("\r\nError: No valid counters.\r\n", 1)
 
 
-def test_typeperf_output_parses_with_the_client_driver(box: Box) -> None:
+def test_typeperf_output_parses_with_the_client_driver(pdh_box: Box) -> None:
     from labctl.drivers.typeperf import parse_pdh_csv  # contract check against the client parser
 
-    box.twin.readings = [reading(T0, 0.0), reading(T0 + 2, 1.0), reading(T0 + 4, 3.0)]
-    out, _, _ = box.run(
+    pdh_box.twin.readings = [reading(T0, 0.0), reading(T0 + 2, 1.0), reading(T0 + 4, 3.0)]
+    out, _, _ = pdh_box.run(
         "pvs-01",
         r'typeperf "\Processor(_Total)\% Processor Time" "\PhysicalDisk(*)\Avg. Disk Queue Length" -sc 2 -si 2',
     )
@@ -249,9 +285,9 @@ def test_typeperf_output_parses_with_the_client_driver(box: Box) -> None:
     assert [v[0] for _, v in table.rows] == [25.0, 50.0]
 
 
-def test_drop_fault_cuts_after_the_header(box: Box) -> None:
-    box.twin.readings = [reading(T0, 0.0), reading(T0 + 1, 1.0)]
-    out, _, status = box.run("pvs-01", r'typeperf "\Memory\Available MBytes" -sc 5', drop_armed=True)
+def test_drop_fault_cuts_after_the_header(pdh_box: Box) -> None:
+    pdh_box.twin.readings = [reading(T0, 0.0), reading(T0 + 1, 1.0)]
+    out, _, status = pdh_box.run("pvs-01", r'typeperf "\Memory\Available MBytes" -sc 5', drop_armed=True)
     assert out == '\r\n"(PDH-CSV 4.0)","\\\\PVS-01\\Memory\\Available MBytes"\r\n' and status is None
 
 

@@ -6,6 +6,7 @@ Shapes are compared with real arrays' responses captured in storops' test data
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -291,18 +292,24 @@ def test_metric_catalog_lists_the_realtime_lun_paths_like_a_real_array(tmp_path:
         )
 
 
+def start_query(ctx: SimContext, array: UnityArray, interval: int) -> tuple[Client, str, requests.Response]:
+    """A logged-in client, its CSRF token, and the answer to creating a real-time LUN query."""
+    c = Client(ctx, array)
+    token = c.login()
+    created = c.post(
+        "/api/types/metricRealTimeQuery/instances?compact=True",
+        {"paths": LUN_PATHS, "interval": interval},
+        token,
+    )
+    return c, token, created
+
+
 def test_realtime_query_returns_raw_counters_as_strings_that_increase(tmp_path: Path) -> None:
     create_real = captured("metricRealTimeQuery_create_id_4.json")
     result_real = captured("metricQueryResult_query_id_19.json")
     with sim(tmp_path) as (ctx, array):
-        c = Client(ctx, array)
-        token = c.login()
         interval = 5
-        created = c.post(
-            "/api/types/metricRealTimeQuery/instances?compact=True",
-            {"paths": LUN_PATHS, "interval": interval},
-            token,
-        )
+        c, token, created = start_query(ctx, array, interval)
         assert created.status_code == 201
         body = created.json()
         assert set(body) == set(create_real) and set(body["content"]) == set(create_real["content"])
@@ -351,6 +358,36 @@ def test_realtime_query_returns_raw_counters_as_strings_that_increase(tmp_path: 
         assert int(second["sp.*.storage.lun.*.reads"]["values"]["spa"]["sv_1"]) <= reads["spa"].reads
         assert c.delete(f"/api/instances/metricRealTimeQuery/{qid}", csrf=token).status_code == 204
         assert c.get("/api/types/metricRealTimeQuery/instances").json()["entries"] == []
+
+
+def test_a_starved_sampler_still_gives_a_sample_at_every_boundary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The array's sampler thread never runs (the simulator starved): a result request still
+    answers a sample at every interval boundary since the query began, each at its own round
+    time, with counters that grow from one to the next."""
+    monkeypatch.setattr(UnityArray, "_sample_loop", lambda self: None)
+    with sim(tmp_path) as (ctx, array):
+        interval = 5
+        c, _, created = start_query(ctx, array, interval)
+        qid = created.json()["content"]["id"]
+        time.sleep(ctx.clock.to_wall_s(4.2 * interval))
+        r = c.get(f"/api/types/metricQueryResult/instances?compact=True&filter=queryId eq {qid}")
+        assert r.status_code == 200
+        reads = sorted(
+            (
+                datetime.fromisoformat(e["content"]["timestamp"].replace("Z", "+00:00")).timestamp(),
+                int(e["content"]["values"]["spa"]["sv_1"]),
+            )
+            for e in r.json()["entries"]
+            if e["content"]["path"] == "sp.*.storage.lun.*.reads"
+        )
+        boundaries = [t for t, _ in reads[1:]]  # the first sample is the query's creation
+        assert len(boundaries) >= 4
+        assert all(t % interval == 0 for t in boundaries)
+        assert [b - a for a, b in itertools.pairwise(boundaries)] == [interval] * (len(boundaries) - 1)
+        values = [v for _, v in reads]
+        assert values == sorted(values) and values[-1] > values[0]
 
 
 def test_logout_ends_the_session(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 from labctl.errors import MissingCredentialError
 from labctl.inventory.faults import FaultKind
 from labctl.inventory.model import BmcEndpoint, Machine
+from labctl.sim.catchup import boundaries, fraction
 from labctl.sim.endpoint import SimContext
 from labctl.sim.http import (
     Request,
@@ -199,6 +200,12 @@ class IdracService(SimHttpsServer):
         now = self.ctx.clock.now()
         watts = float(self.ctx.twin.power_consumed_watts(self.machine.name))
         with self._lock:
+            if self._power_samples:
+                # a starved sampler still has a sample every POWER_SAMPLE_LAB_S for the window's
+                # min/avg/max: the ones it missed, interpolated between its two readings
+                t0, w0 = self._power_samples[-1]
+                for t in boundaries(t0, POWER_SAMPLE_LAB_S, t0, now - POWER_SAMPLE_LAB_S):
+                    self._power_samples.append((t, w0 + (watts - w0) * fraction(t0, now, t)))
             self._power_samples.append((now, watts))
             while self._power_samples and self._power_samples[0][0] < now - POWER_METRICS_WINDOW_S:
                 self._power_samples.popleft()

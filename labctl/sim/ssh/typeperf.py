@@ -15,8 +15,13 @@ Output of ``typeperf "<counter>" ... -sc N [-si S]`` (CRLF line ends)::
   machines, ``MS TCP Loopback interface`` first (as those systems list it), then the twin's NICs
   (no ``_Total``: Windows has none for that object); ``Processor`` gets ``0``..``n-1`` then
   ``_Total`` (per-CPU columns report the machine average: the twin models cores as a pool).
-- Timestamps: the lab time of the second of the two readings behind the row, in the box's local
+- Timestamps: row k is stamped ``start + k * S`` lab seconds (its sample time), in the box's local
   time, which is UTC on simulated boxes, ``MM/DD/YYYY HH:MM:SS.mmm``.
+- Every row is emitted, even when the simulator was starved (the event loop or the process did
+  not run for a while): on waking, the loop writes each row whose time has passed, each stamped
+  with its own time and computed from the twin's raw counters at that time. The twin answers only
+  "now", so those are interpolated between the two twin readings that bound the row's time
+  (:mod:`labctl.sim.catchup`): exact totals, the gap's average rate inside it.
 - Values: 6 decimals, quoted; ``" "`` when a value cannot be computed (counter went backwards, as
   after a reboot, or an instance is gone), as PDH leaves it blank.
 - Rates are computed as PDH does from two raw readings: ``% Processor Time`` = delta busy
@@ -32,6 +37,8 @@ Output of ``typeperf "<counter>" ... -sc N [-si S]`` (CRLF line ends)::
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import fnmatch
 import logging
 import math
@@ -40,6 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from labctl.sim.catchup import boundaries, fraction, interpolate
 from labctl.sim.ssh.cmdline import Segment
 from labctl.sim.ssh.shell import CRLF, MachineEnv, Shell
 from labctl.sim.twin.interface import NicCounters, ServerCounters, VolumeCounters
@@ -52,6 +60,9 @@ NO_VALID_COUNTERS = "Error: No valid counters."
 LOOPBACK_NIC = "MS TCP Loopback interface"
 LOOPBACK_BANDWIDTH_BPS = 10_000_000.0
 TOTAL = "_Total"
+# How far behind the clock a twin reading may be and still stand for a row's time, lab seconds: the
+# physical twin steps its model only when 0.05 lab s have passed (PhysicalTwin.min_advance_s).
+TWIN_LAG_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -310,6 +321,22 @@ def read(env: MachineEnv) -> Reading:
     return Reading(env.ctx.twin.server_counters(env.name), _loopback(env))
 
 
+def at_time(older: Reading, newer: Reading, t: float) -> Reading:
+    """The reading at lab time ``t`` between two twin readings (see :mod:`labctl.sim.catchup`)."""
+    counters = interpolate(older.counters, newer.counters, fraction(older.t, newer.t, t))
+    return Reading(dataclasses.replace(counters, lab_time_s=t), newer.loopback)
+
+
+async def _read_off_loop(sh: Shell, last: Reading) -> Reading:
+    """A twin reading taken in a worker thread: a twin busy stepping a storm holds its lock for a
+    while, and the event loop serves every simulated box's SSH session meanwhile."""
+    try:
+        return await asyncio.to_thread(read, sh.env)
+    except Exception:
+        log.debug("%s: twin reading failed", sh.env.name, exc_info=True)
+        return last
+
+
 async def run(sh: Shell, seg: Segment) -> int:
     args = seg.argv[1:]
     counters: list[str] = []
@@ -384,19 +411,38 @@ async def run(sh: Shell, seg: Segment) -> int:
 
     clock = sh.ctx.clock
     start = clock.now()
-    prev = first
-    k = 0
-    while samples is None or k < samples:
-        k += 1
-        await sh.sleep_until_lab(start + k * interval)
-        try:
-            cur = read(sh.env)
-        except Exception:
-            log.debug("%s: twin reading failed", sh.env.name, exc_info=True)
-            cur = prev
-        row = [f'"{_timestamp(cur.t)}"', *(_fmt(c.value(prev, cur)) for c in columns)]
-        await sh.out(sep.join(row) + CRLF)
-        prev = cur
+    last = first  # the latest twin reading
+    prev = first  # the reading behind the previous row, at that row's time
+    emitted = 0
+    while samples is None or emitted < samples:
+        await sh.sleep_until_lab(start + (emitted + 1) * interval)
+        cur = await _read_off_loop(sh, last)
+        # every row whose time has passed, each at its own time: a starved loop catches up. Rows
+        # are computed up to the reading's own time (the twin may lag the clock by a step); when
+        # the twin could not be read at all, the rows still come, with the last reading's values.
+        until = cur.t + TWIN_LAG_S if cur is not last else clock.now()
+        rows = []
+        for t in boundaries(start, interval, start + emitted * interval, until):
+            if samples is not None and emitted >= samples:
+                break
+            here = at_time(last, cur, t)
+            rows.append(
+                sep.join([f'"{_timestamp(t)}"', *(_fmt(c.value(prev, here)) for c in columns)]) + CRLF
+            )
+            prev = here
+            emitted += 1
+        if len(rows) > 1:
+            log.info(
+                "typeperf on %s: %d rows caught up, %.0f lab s between twin readings (starved)",
+                sh.env.name,
+                len(rows),
+                cur.t - last.t,
+            )
+        last = cur
+        if rows:
+            await sh.out("".join(rows))
+        else:  # the twin is behind the row's time: ask again shortly
+            await sh.sleep_lab(TWIN_LAG_S)
     await sh.out(EXITING + CRLF + COMPLETED + CRLF)
     return 0
 

@@ -10,7 +10,10 @@ The wire protocol follows the real array:
 - a real-time metric query (``POST /api/types/metricRealTimeQuery/instances``) samples the lab
   twin's raw cumulative LUN counters when it is created and then on every interval boundary
   (lab time a multiple of ``interval``, so timestamps are round as on the array);
-  ``metricQueryResult`` answers the latest sample, values per SP, keyed by LUN id, as strings.
+  ``metricQueryResult`` answers the samples of the last ``RESULT_RETENTION_S`` lab seconds, values
+  per SP, keyed by LUN id, as strings. A sampler that was starved still has a sample at every
+  boundary it missed, from the counters interpolated between the twin readings around it
+  (:mod:`labctl.sim.catchup`), and a result request first catches up on any boundary due.
 
 Fault ``storage_token_expiry``: a session lives ``after_s`` lab seconds (``DEFAULT_TOKEN_LIFETIME_S``
 when 0); the first request after that answers 401 and clears the cookie; a new login works.
@@ -26,6 +29,7 @@ import math
 import re
 import secrets
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -33,6 +37,7 @@ from urllib.parse import unquote
 from labctl.errors import MissingCredentialError
 from labctl.inventory.faults import FaultKind
 from labctl.inventory.model import StorageArray
+from labctl.sim.catchup import boundaries, fraction, interpolate
 from labctl.sim.endpoint import SimContext
 from labctl.sim.http import (
     Request,
@@ -53,6 +58,10 @@ COOKIE = "mod_sec_emc"
 CSRF_HEADER = "EMC-CSRF-TOKEN"
 IDLE_TIMEOUT_S = 3600.0  # lab seconds without a request before a session ends
 QUERY_EXPIRATION_S = 3600.0  # a real-time query not read for this long is deleted
+# how long a sample stays in metricQueryResult, lab seconds: long enough for a reader that was
+# held up (a simulator starved through a whole boot storm: up to ~10 lab minutes seen on a loaded
+# 2-core machine) to still find every sample; readers keep the newest timestamp they saw
+RESULT_RETENTION_S = 600.0
 DEFAULT_TOKEN_LIFETIME_S = 60.0  # storage_token_expiry with after_s 0
 MODEL = "Unity 400"
 SOFTWARE_VERSION = "4.5.1"
@@ -79,6 +88,9 @@ class _Session:
     last_used_lab_s: float
 
 
+Sampled = dict[str, dict[str, dict[str, str]]]  # path -> sp -> lun id -> value
+
+
 @dataclass
 class _Query:
     id: int
@@ -86,10 +98,12 @@ class _Query:
     interval: int
     t0: float
     expires_lab_s: float
-    sample_time: float = 0.0
-    sample: dict[str, dict[str, dict[str, str]]] = field(
-        default_factory=dict
-    )  # path -> sp -> lun id -> value
+    samples: deque[tuple[float, Sampled]] = field(default_factory=deque)  # (lab time, values), oldest first
+    reading: tuple[float, tuple[LunCounters, ...]] = (0.0, ())  # the twin's latest counters, and when
+
+    @property
+    def sample_time(self) -> float:
+        return self.samples[-1][0] if self.samples else 0.0
 
     def next_due(self) -> float:
         """The next interval boundary (multiples of the interval in lab time, as the array
@@ -236,15 +250,32 @@ class UnityArray(SimHttpsServer):
     def _read_counters(self) -> tuple[LunCounters, ...]:
         return tuple(self.ctx.twin.lun_counters(self.array.name))
 
+    def _read_counters_or_none(self) -> tuple[LunCounters, ...] | None:
+        try:
+            return self._read_counters()
+        except Exception:
+            log.exception("unity %s: reading the twin's LUN counters failed", self.array.name)
+            return None
+
     def _fill(self, q: _Query, counters: tuple[LunCounters, ...], at: float) -> None:
-        sample: dict[str, dict[str, dict[str, str]]] = {}
+        sample: Sampled = {}
         for path in q.paths:
             per_sp: dict[str, dict[str, str]] = {sp: {} for sp in SPS}
             for c in counters:
                 lun_id = self.lun_ids.get(c.lun, c.lun)
                 per_sp.setdefault(c.sp, {})[lun_id] = cat.counter_value(c, path)
             sample[path] = per_sp
-        q.sample, q.sample_time = sample, at
+        q.samples.append((at, sample))
+        while q.samples and q.samples[0][0] < at - RESULT_RETENTION_S:
+            q.samples.popleft()
+
+    def _catch_up(self, q: _Query, counters: tuple[LunCounters, ...], read_at: float) -> None:
+        """A sample at every boundary up to ``read_at`` that ``q`` does not have yet, each from the
+        counters at its own time (interpolated between the previous twin reading and this one)."""
+        t_prev, c_prev = q.reading
+        for t in boundaries(0.0, q.interval, q.sample_time, read_at):
+            self._fill(q, interpolate(c_prev, counters, fraction(t_prev, read_at, t)), t)
+        q.reading = (read_at, counters)
 
     def _sample_loop(self) -> None:
         clock = self.ctx.clock
@@ -256,15 +287,11 @@ class UnityArray(SimHttpsServer):
                 due = [q for q in self._queries.values() if q.next_due() <= now]
                 nxt = min((q.next_due() for q in self._queries.values()), default=None)
             if due:
-                try:
-                    counters = self._read_counters()
-                except Exception:
-                    log.exception("unity %s: reading the twin's LUN counters failed", self.array.name)
-                    counters = ()
+                counters = self._read_counters_or_none()
+                read_at = clock.now()
                 with self._lock:
-                    for q in due:
-                        # stamped with the latest interval boundary at or before now
-                        self._fill(q, counters, math.floor(now / q.interval) * q.interval)
+                    for q in due:  # no reading: the samples hold the last one's values
+                        self._catch_up(q, counters if counters is not None else q.reading[1], read_at)
                 continue
             wait = 1.0 if nxt is None else min(1.0, max(0.005, clock.to_wall_s(nxt - now)))
             self._wake.wait(wait)
@@ -701,6 +728,7 @@ class UnityArray(SimHttpsServer):
         with self._lock:
             q = _Query(next(self._query_ids), list(paths), interval, now, now + QUERY_EXPIRATION_S)
             self._fill(q, counters, now)
+            q.reading = (now, counters)
             self._queries[q.id] = q
             obj = self._query_obj(q)
         self._wake.set()
@@ -727,16 +755,24 @@ class UnityArray(SimHttpsServer):
         now = self._now()
         with self._lock:
             q = self._queries.get(qids[0])
+            due = q is not None and q.next_due() <= now
+        # the sampler thread is behind (starved): sample what is due before answering
+        counters = self._read_counters_or_none() if due else None
+        with self._lock:
+            q = self._queries.get(qids[0])
             if q is None or q.expires_lab_s < now:
                 return self._error(422, cat.E_QUERY_NOT_FOUND, qids[0])
+            if counters is not None:
+                self._catch_up(q, counters, now)
             q.expires_lab_s = now + QUERY_EXPIRATION_S
             objects = [
                 {
                     "queryId": q.id,
                     "path": path,
-                    "timestamp": unity_time(q.sample_time),
-                    "values": q.sample.get(path, {}),
+                    "timestamp": unity_time(at),
+                    "values": sample.get(path, {}),
                 }
+                for at, sample in q.samples
                 for path in q.paths
             ]
         # the per-path entries carry no id; with no fields= every attribute is answered
