@@ -799,7 +799,7 @@ class VCenterClient:
         interval_id: int = 20,
         max_sample: int = 1,
         instance: str = "",
-        batch: int = 500,
+        batch: int = 5000,
         workers: int = 2,
     ) -> list[Reading]:
         """Latest ``max_sample`` samples of ``counters`` for many entities in few ``QueryPerf`` calls.

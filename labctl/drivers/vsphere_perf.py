@@ -8,8 +8,9 @@ datastore's volume id as the instance (the last part of its ``summary.url``, e.g
 its latency their IOPS-weighted mean. A VM's disk I/O is ``virtualDisk.*`` per virtual disk
 (``scsi0:0``), summed the same way.
 
-One round is one list of QuerySpecs (every host, the chosen VMs), sent in chunks of ``batch``
-specs; chunks go out on a few threads so the server encodes one while the client decodes another.
+One round is one list of QuerySpecs (every host, the chosen VMs), built once and sent in chunks of
+``batch`` specs (real-time queries have no entity limit; one large call is the cheapest for the
+client, whose XML decoding is most of a round), on a few threads when there are several.
 
 Normalised metrics (:data:`METRICS`): ``cpu_pct`` (%), ``cpu_mhz`` (MHz), ``mem_usage_pct`` (%),
 ``mem_active_kb``, ``mem_consumed_kb``, ``mem_balloon_kb`` (KB), ``net_kbps`` (KB/s) for hosts and
@@ -25,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pyVmomi import vim
 
@@ -70,9 +71,8 @@ DATASTORE_COUNTERS = tuple(f"datastore.{n}.average" for n in IO_METRICS)
 METRICS: dict[str, str] = {m: u for m, u, _ in ENTITY_METRICS.values()} | dict(IO_METRICS.values())
 
 
-@dataclass(frozen=True)
-class PerfValue:
-    """One value of one sample, in vCenter's units."""
+class PerfValue(NamedTuple):
+    """One value of one sample, in vCenter's units (a tuple: a round makes tens of thousands)."""
 
     entity: str  # display name of the host or VM
     instance: str  # "" for the whole entity, a disk or a datastore's volume id
@@ -94,6 +94,73 @@ def volume_id(url: str) -> str:
     return url.rstrip("/").rsplit("/", 1)[-1]
 
 
+class PerfQuery:
+    """QuerySpecs of every target, built once and sent each round (chunked, on a few threads)."""
+
+    def __init__(
+        self,
+        client: VCenterClient,
+        targets: Sequence[PerfTarget],
+        *,
+        interval_id: int = REALTIME_INTERVAL_S,
+        batch: int = 5000,
+        workers: int = 2,
+    ):
+        self.client = client
+        self.batch = batch
+        self.workers = workers
+        resolved, missing = client.resolve_counters(c for t in targets for c, _ in t.counters)
+        if missing:
+            from labctl.drivers.vsphere import VSphereError
+
+            raise VSphereError(
+                client.endpoint,
+                "query performance",
+                f"counters not found: {', '.join(sorted(set(missing)))}",
+                "check the names (group.name.rollup) against this vCenter's PerformanceManager",
+            )
+        self.by_key: dict[int, CounterInfo] = {c.key: c for c in resolved.values()}
+        self.names: dict[str, str] = {}
+        self.specs: list[Any] = []
+        for t in targets:
+            ids = [
+                vim.PerformanceManager.MetricId(counterId=resolved[c].key, instance=i) for c, i in t.counters
+            ]
+            for name, obj in t.entities.items():
+                self.names[obj._moId] = name
+                self.specs.append(
+                    vim.PerformanceManager.QuerySpec(
+                        entity=obj, metricId=ids, intervalId=interval_id, maxSample=1, format="normal"
+                    )
+                )
+
+    def run(self, *, max_sample: int = 1, start_time: datetime | None = None) -> list[PerfValue]:
+        """The latest ``max_sample`` samples (after ``start_time``) of every target."""
+        if max_sample < 1:
+            raise ValueError("max_sample must be at least 1")
+        if not self.specs:
+            return []
+        for spec in self.specs:
+            spec.maxSample = max_sample
+            spec.startTime = start_time
+        pm = self.client.content.perfManager
+        chunks = [self.specs[i : i + self.batch] for i in range(0, len(self.specs), self.batch)]
+
+        def one(chunk: list[Any]) -> list[PerfValue]:
+            got = self.client._call(
+                f"query performance of {len(chunk)} entities",
+                functools.partial(pm.QueryPerf, querySpec=chunk),
+            )
+            return _values(got, self.names, self.by_key)
+
+        if len(chunks) == 1 or self.workers <= 1:
+            return [v for c in chunks for v in one(c)]
+        with ThreadPoolExecutor(
+            max_workers=min(self.workers, len(chunks)), thread_name_prefix="queryperf"
+        ) as pool:
+            return [v for part in pool.map(one, chunks) for v in part]
+
+
 def query(
     client: VCenterClient,
     targets: Sequence[PerfTarget],
@@ -101,54 +168,12 @@ def query(
     interval_id: int = REALTIME_INTERVAL_S,
     max_sample: int = 1,
     start_time: datetime | None = None,
-    batch: int = 500,
+    batch: int = 5000,
     workers: int = 2,
 ) -> list[PerfValue]:
     """The latest ``max_sample`` samples (after ``start_time``) of every target, in chunked QueryPerf calls."""
-    if max_sample < 1:
-        raise ValueError("max_sample must be at least 1")
-    resolved, missing = client.resolve_counters(c for t in targets for c, _ in t.counters)
-    if missing:
-        from labctl.drivers.vsphere import VSphereError
-
-        raise VSphereError(
-            client.endpoint,
-            "query performance",
-            f"counters not found: {', '.join(sorted(set(missing)))}",
-            "check the names (group.name.rollup) against this vCenter's PerformanceManager",
-        )
-    by_key: dict[int, CounterInfo] = {c.key: c for c in resolved.values()}
-    names: dict[str, str] = {}
-    specs = []
-    for t in targets:
-        ids = [vim.PerformanceManager.MetricId(counterId=resolved[c].key, instance=i) for c, i in t.counters]
-        for name, obj in t.entities.items():
-            names[obj._moId] = name
-            specs.append(
-                vim.PerformanceManager.QuerySpec(
-                    entity=obj,
-                    metricId=ids,
-                    intervalId=interval_id,
-                    maxSample=max_sample,
-                    startTime=start_time,
-                    format="normal",
-                )
-            )
-    if not specs:
-        return []
-    pm = client.content.perfManager
-    chunks = [specs[i : i + batch] for i in range(0, len(specs), batch)]
-
-    def one(chunk: list[Any]) -> list[PerfValue]:
-        got = client._call(
-            f"query performance of {len(chunk)} entities", functools.partial(pm.QueryPerf, querySpec=chunk)
-        )
-        return _values(got, names, by_key)
-
-    if len(chunks) == 1 or workers <= 1:
-        return [v for c in chunks for v in one(c)]
-    with ThreadPoolExecutor(max_workers=min(workers, len(chunks)), thread_name_prefix="queryperf") as pool:
-        return [v for part in pool.map(one, chunks) for v in part]
+    q = PerfQuery(client, targets, interval_id=interval_id, batch=batch, workers=workers)
+    return q.run(max_sample=max_sample, start_time=start_time)
 
 
 def _values(results: Any, names: dict[str, str], by_key: dict[int, CounterInfo]) -> list[PerfValue]:
@@ -220,7 +245,7 @@ class PerfReader:
         datastores: bool = True,
         host_counters: Sequence[str] = HOST_COUNTERS,
         vm_counters: Sequence[str] = VM_COUNTERS,
-        batch: int = 500,
+        batch: int = 5000,
         workers: int = 2,
     ):
         self.client = client
@@ -232,6 +257,7 @@ class PerfReader:
         self.batch = batch
         self.workers = workers
         self._targets: list[PerfTarget] | None = None
+        self._query: PerfQuery | None = None
         self._ds_of: dict[tuple[str, str], str] = {}  # (host, volume id) -> datastore
 
     @staticmethod
@@ -266,14 +292,9 @@ class PerfReader:
         return self._targets
 
     def read_values(self, *, max_sample: int = 1, start_time: datetime | None = None) -> list[PerfValue]:
-        return query(
-            self.client,
-            self.targets(),
-            max_sample=max_sample,
-            start_time=start_time,
-            batch=self.batch,
-            workers=self.workers,
-        )
+        if self._query is None:
+            self._query = PerfQuery(self.client, self.targets(), batch=self.batch, workers=self.workers)
+        return self._query.run(max_sample=max_sample, start_time=start_time)
 
     def readings(self, values: Sequence[PerfValue]) -> list[Reading]:
         """Normalised readings of one round: hosts and VMs, each VM's disks, each datastore."""

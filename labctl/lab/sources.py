@@ -224,7 +224,7 @@ class VCenterPerfSource:
         datastores: bool = True,
         host_counters: Sequence[str] = perf.HOST_COUNTERS,
         vm_counters: Sequence[str] = perf.VM_COUNTERS,
-        batch: int = 500,
+        batch: int = 5000,
     ):
         self.s = session
         self.vcenter = vcenter

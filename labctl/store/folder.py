@@ -47,7 +47,9 @@ def read_run_folder(path: Path) -> RunFolderData:
     records = read_cell_records(path)
     root = path / CELLS_DIR
     found = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-    order = [c for c in info.cells if c in records] + [c for c in found if c in records and c not in info.cells]
+    order = [c for c in info.cells if c in records] + [
+        c for c in found if c in records and c not in info.cells
+    ]
     skipped = {
         c: "no readable summary.json (the run stopped inside the cell, or it does not match the model)"
         for c in found
