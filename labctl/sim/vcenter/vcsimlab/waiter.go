@@ -27,7 +27,12 @@ import (
 
 var waiterRef = moref{Type: "LabctlWaiter", Value: "labctl-waiter"}
 
-const waitBatch = 20 * time.Millisecond // let changes that come together go out together
+const (
+	waitBatch = 20 * time.Millisecond // let changes that come together go out together
+	// Changes kept for a collector nobody waits on; past this its filters are re-walked instead
+	// (a client that creates collectors and never destroys them must not grow the simulator).
+	maxDirty = 50_000
+)
 
 // waiter: the SOAP receiver of WaitForUpdates(Ex) calls; it acts on the collector named in the
 // request. Like the simulator's PropertyCollector it opts out of the per-object lock (calls wait).
@@ -43,14 +48,15 @@ func (*waiter) Unlock()          {}
 var theWaiter = &waiter{states: map[string]*pcState{}}
 
 type pcState struct {
-	waiting sync.Mutex // one wait at a time per collector
-	mu      sync.Mutex
-	dirty   map[moref]struct{}
-	entered map[string]bool // object types that entered or left the inventory
-	notify  chan struct{}
-	cancel  chan struct{}
-	filters map[moref]*filterState
-	version int64
+	waiting  sync.Mutex // one wait at a time per collector
+	mu       sync.Mutex
+	dirty    map[moref]struct{}
+	entered  map[string]bool // object types that entered or left the inventory
+	overflow bool            // too many changes kept: re-walk every filter
+	notify   chan struct{}
+	cancel   chan struct{}
+	filters  map[moref]*filterState
+	version  int64
 }
 
 type filterState struct {
@@ -130,6 +136,10 @@ func (*changeTracker) RemoveObject(_ *simulator.Context, ref moref) {
 
 func (st *pcState) mark(ref moref, structural bool) {
 	st.mu.Lock()
+	if len(st.dirty) >= maxDirty {
+		st.overflow = true
+		st.dirty = map[moref]struct{}{}
+	}
 	st.dirty[ref] = struct{}{}
 	if structural {
 		st.entered[ref.Type] = true
@@ -141,12 +151,12 @@ func (st *pcState) mark(ref moref, structural bool) {
 	}
 }
 
-func (st *pcState) take() (map[moref]struct{}, map[string]bool) {
+func (st *pcState) take() (map[moref]struct{}, map[string]bool, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	d, e := st.dirty, st.entered
-	st.dirty, st.entered = map[moref]struct{}{}, map[string]bool{}
-	return d, e
+	d, e, o := st.dirty, st.entered, st.overflow
+	st.dirty, st.entered, st.overflow = map[moref]struct{}{}, map[string]bool{}, false
+	return d, e, o
 }
 
 // --- collecting ------------------------------------------------------------------------------
@@ -241,7 +251,7 @@ func (fs *filterState) one(ctx *simulator.Context, pc *simulator.PropertyCollect
 
 // updates: what changed for every filter of the collector.
 func (st *pcState) updates(ctx *simulator.Context, pc *simulator.PropertyCollector) []types.PropertyFilterUpdate {
-	dirty, entered := st.take()
+	dirty, entered, overflow := st.take()
 	var out []types.PropertyFilterUpdate
 	live := map[moref]bool{}
 	for _, fref := range pc.Filter {
@@ -256,7 +266,7 @@ func (st *pcState) updates(ctx *simulator.Context, pc *simulator.PropertyCollect
 			st.filters[fref] = fs
 		}
 		var objs []types.ObjectUpdate
-		rewalk := !known
+		rewalk := !known || overflow
 		if fs.traversal {
 			for t := range entered {
 				if fs.types[t] {
