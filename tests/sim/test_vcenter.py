@@ -29,6 +29,7 @@ from labctl.sim.vcenter.topology import (
     topology,
 )
 from tests.labfiles import make_test_lab
+from tests.vdi.vcenter_twin import by_name
 
 DEADLINE_S = 10.0
 
@@ -111,12 +112,7 @@ def connect(sim: SimulatedLab, password: str | None = None) -> Iterator[Any]:
 
 
 def vms_by_name(si: Any) -> dict[str, Any]:
-    content = si.RetrieveContent()
-    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
-    try:
-        return {vm.name: vm for vm in view.view}
-    finally:
-        view.Destroy()
+    return by_name(si, vim.VirtualMachine)
 
 
 def wait_task(task: Any, timeout_s: float = DEADLINE_S) -> Any:

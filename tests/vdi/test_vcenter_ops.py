@@ -11,7 +11,7 @@ from pyVmomi import vim
 
 from labctl.sim.twin.interface import DesktopPhase, PowerState
 from tests.vdi.labs import vdi_yaml
-from tests.vdi.vcenter_twin import TwinVcenter, twin_vcenter, wait_for
+from tests.vdi.vcenter_twin import TwinVcenter, by_name, twin_vcenter, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -19,21 +19,11 @@ BOOT_S = 80.0  # power-on, BIOS and a ~50 s guest boot, with margin
 
 
 def vms(si: Any) -> dict[str, Any]:
-    content = si.RetrieveContent()
-    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
-    try:
-        return {vm.name: vm for vm in view.view}
-    finally:
-        view.Destroy()
+    return by_name(si, vim.VirtualMachine)
 
 
 def hosts(si: Any) -> dict[str, Any]:
-    content = si.RetrieveContent()
-    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.HostSystem], True)
-    try:
-        return {h.name: h for h in view.view}
-    finally:
-        view.Destroy()
+    return by_name(si, vim.HostSystem)
 
 
 def task_done(task: Any) -> Any:

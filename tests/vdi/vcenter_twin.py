@@ -51,6 +51,16 @@ def wait_for(predicate: Callable[[], Any], what: str, timeout_s: float = DEADLIN
         time.sleep(0.01)
 
 
+def by_name(si: Any, vimtype: Any) -> dict[str, Any]:
+    """Every managed object of a type, by name (a ContainerView, as clients list them)."""
+    content = si.RetrieveContent()
+    view = content.viewManager.CreateContainerView(content.rootFolder, [vimtype], True)
+    try:
+        return {o.name: o for o in view.view}
+    finally:
+        view.Destroy()
+
+
 @dataclass
 class TwinVcenter:
     lab: Lab

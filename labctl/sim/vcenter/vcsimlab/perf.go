@@ -401,16 +401,21 @@ func (ps *perfStore) value(m metricRef, s *sample, isVM bool, i int) int64 {
 	return int64(math.Round(math.Max(v, 0)))
 }
 
+// entity: a VM's or a host's index; ok is false for anything else (no real-time statistics).
+func (ps *perfStore) entity(ref moref) (i int, isVM, ok bool) {
+	switch ref.Type {
+	case "VirtualMachine":
+		i, ok = ps.inv.vmIndex[ref]
+		return i, true, ok
+	case "HostSystem":
+		i, ok = ps.inv.hostIndex[ref]
+	}
+	return i, false, ok
+}
+
 // query answers one PerfQuerySpec; nil when the entity has no real-time data in the window.
 func (ps *perfStore) query(snaps []*snapshot, qs types.PerfQuerySpec) (types.BasePerfEntityMetricBase, types.BaseMethodFault) {
-	isVM := qs.Entity.Type == "VirtualMachine"
-	var i int
-	var ok bool
-	if isVM {
-		i, ok = ps.inv.vmIndex[qs.Entity]
-	} else if qs.Entity.Type == "HostSystem" {
-		i, ok = ps.inv.hostIndex[qs.Entity]
-	}
+	i, isVM, ok := ps.entity(qs.Entity)
 	if !ok {
 		return nil, nil // no real-time statistics for this entity
 	}
@@ -508,14 +513,7 @@ func (p *perfProxy) QueryPerf(ctx *simulator.Context, req *types.QueryPerf) soap
 func (p *perfProxy) QueryAvailablePerfMetric(ctx *simulator.Context, req *types.QueryAvailablePerfMetric) soap.HasFault {
 	body := &methods.QueryAvailablePerfMetricBody{Res: &types.QueryAvailablePerfMetricResponse{}}
 	ps := lab.perf
-	isVM := req.Entity.Type == "VirtualMachine"
-	var i int
-	var ok bool
-	if isVM {
-		i, ok = ps.inv.vmIndex[req.Entity]
-	} else if req.Entity.Type == "HostSystem" {
-		i, ok = ps.inv.hostIndex[req.Entity]
-	}
+	i, isVM, ok := ps.entity(req.Entity)
 	if !ok {
 		return body
 	}

@@ -241,36 +241,33 @@ func (l *labState) postEvent(ctx *simulator.Context, event types.BaseEvent) {
 	ctx.WithLock(em, func() { em.PostEvent(ctx, &types.PostEvent{This: em.Self, EventToPost: event}) })
 }
 
-func (p *vmProxy) PowerOnVMTask(ctx *simulator.Context, req *types.PowerOnVM_Task) soap.HasFault {
-	vm := vmOf(ctx, req.This)
+// powerTask starts a power operation on the VM named in the request: its task, or the fault.
+func powerTask(ctx *simulator.Context, this moref, op powerOp) (moref, *soap.Fault) {
+	vm := vmOf(ctx, this)
 	if vm == nil {
-		return &methods.PowerOnVM_TaskBody{Fault_: notFound(req.This)}
+		return moref{}, notFound(this)
 	}
-	return &methods.PowerOnVM_TaskBody{Res: &types.PowerOnVM_TaskResponse{Returnval: lab.startPower(ctx, vm, opOn)}}
+	return lab.startPower(ctx, vm, op), nil
+}
+
+func (p *vmProxy) PowerOnVMTask(ctx *simulator.Context, req *types.PowerOnVM_Task) soap.HasFault {
+	task, fault := powerTask(ctx, req.This, opOn)
+	return &methods.PowerOnVM_TaskBody{Res: &types.PowerOnVM_TaskResponse{Returnval: task}, Fault_: fault}
 }
 
 func (p *vmProxy) PowerOffVMTask(ctx *simulator.Context, req *types.PowerOffVM_Task) soap.HasFault {
-	vm := vmOf(ctx, req.This)
-	if vm == nil {
-		return &methods.PowerOffVM_TaskBody{Fault_: notFound(req.This)}
-	}
-	return &methods.PowerOffVM_TaskBody{Res: &types.PowerOffVM_TaskResponse{Returnval: lab.startPower(ctx, vm, opOff)}}
+	task, fault := powerTask(ctx, req.This, opOff)
+	return &methods.PowerOffVM_TaskBody{Res: &types.PowerOffVM_TaskResponse{Returnval: task}, Fault_: fault}
 }
 
 func (p *vmProxy) ResetVMTask(ctx *simulator.Context, req *types.ResetVM_Task) soap.HasFault {
-	vm := vmOf(ctx, req.This)
-	if vm == nil {
-		return &methods.ResetVM_TaskBody{Fault_: notFound(req.This)}
-	}
-	return &methods.ResetVM_TaskBody{Res: &types.ResetVM_TaskResponse{Returnval: lab.startPower(ctx, vm, opReset)}}
+	task, fault := powerTask(ctx, req.This, opReset)
+	return &methods.ResetVM_TaskBody{Res: &types.ResetVM_TaskResponse{Returnval: task}, Fault_: fault}
 }
 
 func (p *vmProxy) SuspendVMTask(ctx *simulator.Context, req *types.SuspendVM_Task) soap.HasFault {
-	vm := vmOf(ctx, req.This)
-	if vm == nil {
-		return &methods.SuspendVM_TaskBody{Fault_: notFound(req.This)}
-	}
-	return &methods.SuspendVM_TaskBody{Res: &types.SuspendVM_TaskResponse{Returnval: lab.startPower(ctx, vm, opSuspend)}}
+	task, fault := powerTask(ctx, req.This, opSuspend)
+	return &methods.SuspendVM_TaskBody{Res: &types.SuspendVM_TaskResponse{Returnval: task}, Fault_: fault}
 }
 
 // PowerOnMultiVMTask: Datacenter.PowerOnMultiVM_Task, one power-on subtask per VM (each paced
@@ -327,43 +324,37 @@ func (l *labState) guestOp(ctx *simulator.Context, vm *simulator.VirtualMachine,
 	return fault
 }
 
-func (p *vmProxy) RebootGuest(ctx *simulator.Context, req *types.RebootGuest) soap.HasFault {
-	body := new(methods.RebootGuestBody)
-	vm := vmOf(ctx, req.This)
+// guestCall: a guest operation on the VM named in the request; the SOAP fault, if any.
+func guestCall(ctx *simulator.Context, this moref, op string) *soap.Fault {
+	vm := vmOf(ctx, this)
 	if vm == nil {
-		body.Fault_ = notFound(req.This)
-	} else if f := lab.guestOp(ctx, vm, "rebootGuest"); f != nil {
-		body.Fault_ = simulator.Fault("", f)
-	} else {
-		body.Res = new(types.RebootGuestResponse)
+		return notFound(this)
 	}
-	return body
+	if f := lab.guestOp(ctx, vm, op); f != nil {
+		return simulator.Fault("", f)
+	}
+	return nil
+}
+
+func (p *vmProxy) RebootGuest(ctx *simulator.Context, req *types.RebootGuest) soap.HasFault {
+	if f := guestCall(ctx, req.This, "rebootGuest"); f != nil {
+		return &methods.RebootGuestBody{Fault_: f}
+	}
+	return &methods.RebootGuestBody{Res: new(types.RebootGuestResponse)}
 }
 
 func (p *vmProxy) ShutdownGuest(ctx *simulator.Context, req *types.ShutdownGuest) soap.HasFault {
-	body := new(methods.ShutdownGuestBody)
-	vm := vmOf(ctx, req.This)
-	if vm == nil {
-		body.Fault_ = notFound(req.This)
-	} else if f := lab.guestOp(ctx, vm, "shutdownGuest"); f != nil {
-		body.Fault_ = simulator.Fault("", f)
-	} else {
-		body.Res = new(types.ShutdownGuestResponse)
+	if f := guestCall(ctx, req.This, "shutdownGuest"); f != nil {
+		return &methods.ShutdownGuestBody{Fault_: f}
 	}
-	return body
+	return &methods.ShutdownGuestBody{Res: new(types.ShutdownGuestResponse)}
 }
 
 func (p *vmProxy) StandbyGuest(ctx *simulator.Context, req *types.StandbyGuest) soap.HasFault {
-	body := new(methods.StandbyGuestBody)
-	vm := vmOf(ctx, req.This)
-	if vm == nil {
-		body.Fault_ = notFound(req.This)
-	} else if f := lab.guestOp(ctx, vm, "standbyGuest"); f != nil {
-		body.Fault_ = simulator.Fault("", f)
-	} else {
-		body.Res = new(types.StandbyGuestResponse)
+	if f := guestCall(ctx, req.This, "standbyGuest"); f != nil {
+		return &methods.StandbyGuestBody{Fault_: f}
 	}
-	return body
+	return &methods.StandbyGuestBody{Res: new(types.StandbyGuestResponse)}
 }
 
 // AnswerVM answers the question of a VM stunned by a full datastore: Cancel powers it off,
