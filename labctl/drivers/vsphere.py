@@ -10,8 +10,9 @@
   ``WaitForTask`` reads ``info.name``, which breaks on vcsim's task names; only ``info.state``,
   ``info.error`` and ``info.result`` are collected here.)
 - Performance: counters resolved by ``group.name.rollup`` (the numeric keys differ between
-  vCenter and ESX, and between versions), one ``QueryPerf`` with many specs, ``maxSample``
-  always set (without it the service may return a whole year of samples).
+  vCenter and ESX, and between versions), one ``QueryPerf`` with many specs (chunked), ``maxSample``
+  always set (without it the service may return a whole year of samples); normalised metrics of
+  hosts, VMs and datastores in :mod:`labctl.drivers.vsphere_perf`.
 
 Every method raises :class:`~labctl.errors.EndpointError` naming the vCenter and the action.
 """
@@ -35,6 +36,7 @@ import requests
 from pyVim.connect import Disconnect, SmartConnect
 from pyVmomi import vim, vmodl
 
+from labctl.drivers import vsphere_perf as perf
 from labctl.drivers.base import TlsAdapter, requests_verify, ssl_context, tls_fix
 from labctl.drivers.power_verbs import PowerReading, PowerVerb
 from labctl.drivers.readings import Reading
@@ -58,18 +60,11 @@ READY_PROPERTIES = (
 )
 TERMINAL = ("success", "error")
 
-# What plans read from vCenter (host CPU, memory, ballooning, network; VM disk I/O); `check` resolves them.
-HOST_COUNTERS = (
-    "cpu.usage.average",
-    "mem.usage.average",
-    "mem.vmmemctl.average",
-    "net.usage.average",
-)
-VM_COUNTERS = (
-    "cpu.usage.average",
-    "virtualDisk.numberReadAveraged.average",
-    "virtualDisk.numberWriteAveraged.average",
-)
+# What plans read from vCenter (host CPU, memory, ballooning, network; VM and datastore I/O); `check`
+# resolves them. Normalisation and batching: labctl.drivers.vsphere_perf.
+HOST_COUNTERS = perf.HOST_COUNTERS
+VM_COUNTERS = perf.VM_COUNTERS
+DATASTORE_COUNTERS = perf.DATASTORE_COUNTERS
 
 
 class VSphereError(EndpointError):
@@ -101,6 +96,22 @@ class VmInfo:
     @property
     def reading(self) -> PowerReading:
         return _READINGS.get(self.power_state, PowerReading.UNKNOWN)
+
+
+@dataclass(frozen=True)
+class DatastoreInfo:
+    name: str
+    moid: str
+    url: str  # summary.url: ds:///vmfs/volumes/<volume id>/
+    capacity_bytes: int
+    free_bytes: int
+    accessible: bool
+    status: str  # overallStatus: green, yellow (75 % used), red (85 %), gray
+
+    @property
+    def volume(self) -> str:
+        """The instance of its datastore.* performance counters."""
+        return perf.volume_id(self.url)
 
 
 @dataclass(frozen=True)
@@ -440,6 +451,31 @@ class VCenterClient:
                 out[str(p.get("name", obj._moId))] = obj
         return out
 
+    def datastores(self) -> dict[str, DatastoreInfo]:
+        """Datastores by name with their volume id, capacity and free space."""
+        out = {}
+        paths = [
+            "name",
+            "summary.url",
+            "summary.capacity",
+            "summary.freeSpace",
+            "summary.accessible",
+            "overallStatus",
+        ]
+        for dc in self._dcs.values() or self.datacenters():
+            for obj, p in self.retrieve(dc.datastoreFolder, vim.Datastore, paths, "list datastores"):
+                name = str(p.get("name", obj._moId))
+                out[name] = DatastoreInfo(
+                    name,
+                    obj._moId,
+                    str(p.get("summary.url", "")),
+                    int(p.get("summary.capacity") or 0),
+                    int(p.get("summary.freeSpace") or 0),
+                    bool(p.get("summary.accessible", True)),
+                    str(p.get("overallStatus", "gray")),
+                )
+        return out
+
     def vm_refs(self, names: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
         """(name -> VM object, unknown names), refreshing the inventory once if some are missing."""
         names = list(names)
@@ -763,55 +799,26 @@ class VCenterClient:
         interval_id: int = 20,
         max_sample: int = 1,
         instance: str = "",
-        batch: int = 250,
+        batch: int = 5000,
+        workers: int = 2,
     ) -> list[Reading]:
         """Latest ``max_sample`` samples of ``counters`` for many entities in few ``QueryPerf`` calls.
 
         ``entities`` maps a display name to a managed object (VM or host). Values come back in
-        labctl units (``%`` for percent counters); timestamps are the samples' own.
+        labctl units (``%`` for percent counters) under the counters' own names, one reading per
+        instance (entity ``name/instance`` for instance-level counters); timestamps are the samples'
+        own. Normalised metrics: :class:`labctl.drivers.vsphere_perf.PerfReader`.
         """
-        if max_sample < 1:
-            raise ValueError("max_sample must be at least 1")
-        resolved, missing = self.resolve_counters(counters)
-        if missing:
-            raise VSphereError(
-                self.endpoint,
-                "query performance",
-                f"counters not found: {', '.join(missing)}",
-                "check the names (group.name.rollup) against this vCenter's PerformanceManager",
-            )
-        by_key = {c.key: c for c in resolved.values()}
-        metric_ids = [
-            vim.PerformanceManager.MetricId(counterId=c.key, instance=instance) for c in resolved.values()
-        ]
-        names_by_moid = {e._moId: n for n, e in entities.items()}
-        specs = [
-            vim.PerformanceManager.QuerySpec(
-                entity=e, metricId=metric_ids, intervalId=interval_id, maxSample=max_sample, format="normal"
-            )
-            for e in entities.values()
-        ]
-        pm = self.content.perfManager
-        out: list[Reading] = []
-        for i in range(0, len(specs), batch):
-            chunk = specs[i : i + batch]
-            results = self._call(
-                f"query performance of {len(chunk)} entities",
-                functools.partial(pm.QueryPerf, querySpec=chunk),
-            )
-            for em in results or []:
-                entity = names_by_moid.get(em.entity._moId, em.entity._moId)
-                stamps = [s.timestamp.timestamp() for s in em.sampleInfo or []]
-                for series in em.value or []:
-                    info = by_key.get(series.id.counterId)
-                    if info is None:
-                        continue
-                    unit, scale = unit_scale(info.unit)
-                    ent = f"{entity}/{series.id.instance}" if series.id.instance else entity
-                    for ts, v in zip(stamps, series.value or [], strict=False):
-                        if v is None or v < 0:  # -1: no data for that interval
-                            continue
-                        out.append(Reading(ent, info.name, unit, ts, float(v) * scale))
+        target = perf.PerfTarget(dict(entities), tuple((c, instance) for c in counters))
+        values = perf.query(
+            self, [target], interval_id=interval_id, max_sample=max_sample, batch=batch, workers=workers
+        )
+        units = {c.name: unit_scale(c.unit) for c in self.resolve_counters(counters)[0].values()}
+        out = []
+        for v in values:
+            unit, scale = units[v.counter]
+            entity = f"{v.entity}/{v.instance}" if v.instance else v.entity
+            out.append(Reading(entity, v.counter, unit, v.ts, v.value * scale))
         return out
 
 

@@ -19,16 +19,17 @@ samples the others gave.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
 from labctl.drivers import pvs as pvs_driver
 from labctl.drivers import typeperf as tp
+from labctl.drivers import vsphere_perf as perf
 from labctl.drivers.readings import Reading
 from labctl.drivers.ssh import SshStream
 from labctl.drivers.storage.base import RateTracker, array_totals
-from labctl.drivers.vsphere import HOST_COUNTERS
 from labctl.errors import EndpointError
 from labctl.inventory.model import Machine, MachineKind
 from labctl.lab.polling import EndpointPoller
@@ -284,51 +285,79 @@ class StorageSource(PolledSource[str]):
 
 
 class VCenterPerfSource(PolledSource[str]):
-    """Host CPU, memory, ballooning and network (and optionally per-VM counters) from vCenter.
+    """Hosts, chosen VMs and datastores from vCenter's real-time (20 s) statistics, normalised.
 
-    vCenter stamps samples with its own clock; on a simulated lab that clock is vcsim's wall
-    clock, so timestamps are mapped onto the lab timeline (identical on a real lab, scale 1).
-    vCenter's real-time statistics have one sample per 20 s (``interval_s``); a sample already
-    returned by an earlier read is not returned again.
+    One round of batched ``QueryPerf`` per read (chunked, :class:`~labctl.drivers.vsphere_perf.PerfReader`):
+    every host (``cpu_pct``, ``cpu_mhz``, ``mem_usage_pct``, ``mem_active_kb``, ``mem_consumed_kb``,
+    ``mem_balloon_kb``, ``net_kbps``), every datastore (``ds_read_iops``, ``ds_write_iops``,
+    ``ds_read_latency_ms``, ``ds_write_latency_ms``, summed over the hosts that use it) and the VMs
+    ``vms`` selects (names, groups or ranges: the host metrics plus their disks' ``ds_*``).
+
+    Each 20 s sample is returned once, stamped with vCenter's own sample time mapped onto the lab
+    clock (on a simulated lab vCenter's clock is the wall clock; identical on a real lab, scale 1);
+    a read that comes late asks for every sample it missed, up to vCenter's hour of real-time data.
     """
 
-    REALTIME_INTERVAL_S = 20.0
+    interval_s: float | None = float(perf.REALTIME_INTERVAL_S)
+    MAX_SAMPLES = 180  # vCenter keeps an hour of 20 s samples
 
     def __init__(
         self,
         session: LabSession,
         vcenter: str,
-        counters: Sequence[str] = HOST_COUNTERS,
         *,
-        vm_counters: Sequence[str] = (),
-        vms: Sequence[str] = (),
+        vms: str | Sequence[str] = (),
+        hosts: bool = True,
+        datastores: bool = True,
+        host_counters: Sequence[str] = perf.HOST_COUNTERS,
+        vm_counters: Sequence[str] = perf.VM_COUNTERS,
+        batch: int = 5000,
     ):
         self.s = session
         self.vcenter = vcenter
-        self.counters = tuple(counters)
+        selected = [vms] if isinstance(vms, str) else list(vms)
+        self.vms = tuple(m.name for m in session.machines(selected)) if selected else ()
+        self.hosts = hosts
+        self.datastores = datastores
+        self.host_counters = tuple(host_counters)
         self.vm_counters = tuple(vm_counters)
-        self.vms = tuple(vms)
+        self.batch = batch
         self.name = f"vcenter:{vcenter}"
-        self.interval_s = self.REALTIME_INTERVAL_S
-        self._newest: dict[tuple[str, str], float] = {}  # (entity, metric) -> newest source_ts
+        self._reader: perf.PerfReader | None = None
+        self._last: dict[
+            tuple[str, str], float
+        ] = {}  # (entity, metric) -> newest sample returned, vCenter time
+        self._last_lab: float | None = None
 
     def _endpoints(self) -> Sequence[str]:
         return [self.vcenter]
 
     def _read_one(self, ep: str) -> list[Sample]:
         vc = self.s.vcenter(ep)
-        readings = vc.query_perf(vc.hosts(), self.counters, max_sample=1)
-        if self.vm_counters and self.vms:
-            refs, _ = vc.vm_refs(self.vms)
-            readings += vc.query_perf(refs, self.vm_counters, max_sample=1)
+        if self._reader is None or self._reader.client is not vc:
+            self._reader = perf.PerfReader(
+                vc,
+                vms=self.vms,
+                hosts=self.hosts,
+                datastores=self.datastores,
+                host_counters=self.host_counters,
+                vm_counters=self.vm_counters,
+                batch=self.batch,
+            )
         c = self.s.clock
+        missed = 1
+        if self._last_lab is not None:
+            missed = math.ceil((c.now() - self._last_lab) / perf.REALTIME_INTERVAL_S) + 1
+        readings = self._reader.read(max_sample=max(1, min(self.MAX_SAMPLES, missed)))
         out = []
         for r in readings:
-            ts = c.anchor_wall_s + (r.source_ts - c.anchor_wall_s) * c.scale
-            if ts <= self._newest.get((r.entity, r.metric), -1.0):
-                continue
-            self._newest[(r.entity, r.metric)] = ts
-            out.append(Sample("vcenter", r.entity, r.metric, r.unit, ts, r.value))
+            key = (r.entity, r.metric)
+            if r.source_ts <= self._last.get(key, -math.inf):
+                continue  # returned by an earlier read
+            self._last[key] = r.source_ts
+            lab_ts = c.anchor_wall_s + (r.source_ts - c.anchor_wall_s) * c.scale
+            self._last_lab = lab_ts if self._last_lab is None else max(self._last_lab, lab_ts)
+            out.append(Sample("vcenter", r.entity, r.metric, r.unit, lab_ts, r.value))
         return out
 
 

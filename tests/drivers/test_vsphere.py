@@ -10,6 +10,7 @@ import pytest
 from pyVmomi import vim, vmodl
 
 from labctl.drivers.vsphere import VCenterClient, VSphereError
+from labctl.drivers.vsphere_perf import PerfReader, PerfValue, entity_readings, io_readings, volume_id
 from tests.drivers.vcsim import Vcsim, run_vcsim
 
 pytestmark = pytest.mark.integration
@@ -143,3 +144,50 @@ def test_tls_is_verified_unless_the_inventory_says_insecure(
     with pytest.raises(VSphereError, match="TLS verification failed") as ei:
         VCenterClient(verified, timeout_s=10).open()
     assert "insecure" in ei.value.fix and "ca_file" in ei.value.fix
+
+
+def test_a_perf_round_is_chunked_and_normalised(vc: VCenterClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    vms = sorted(vc.inventory())[:7]
+    q = Count(vim.PerformanceManager, "QueryPerf", monkeypatch)
+    reader = PerfReader(vc, vms=vms, datastores=False, batch=4, workers=2)
+    readings = reader.read(max_sample=1)
+    assert q.n == 3  # 3 hosts and 7 VMs in specs of at most 4
+    assert {r.entity for r in readings} == set(vc.hosts()) | set(vms)
+    assert {(r.metric, r.unit) for r in readings} >= {
+        ("cpu_pct", "%"),
+        ("mem_balloon_kb", "KB"),
+        ("net_kbps", "KB/s"),
+    }
+    reader.read(max_sample=1)
+    assert q.n == 6  # the same specs again, one round per call
+
+
+def test_io_readings_add_iops_and_weight_latency_by_them() -> None:
+    ts = 1000.0
+    values = [
+        PerfValue("esx-1", "vol-a", "datastore.numberWriteAveraged.average", ts, 30.0),
+        PerfValue("esx-2", "vol-a", "datastore.numberWriteAveraged.average", ts, 10.0),
+        PerfValue("esx-1", "vol-a", "datastore.totalWriteLatency.average", ts, 2.0),
+        PerfValue("esx-2", "vol-a", "datastore.totalWriteLatency.average", ts, 6.0),
+        PerfValue("esx-1", "vol-b", "datastore.numberReadAveraged.average", ts, 0.0),
+        PerfValue("esx-1", "vol-b", "datastore.totalReadLatency.average", ts, 9.0),
+        PerfValue(
+            "esx-1", "vol-x", "datastore.numberReadAveraged.average", ts, 5.0
+        ),  # not a datastore we know
+        PerfValue("esx-1", "", "cpu.usage.average", ts, 1234.0),
+    ]
+    names = {("esx-1", "vol-a"): "ds-a", ("esx-2", "vol-a"): "ds-a", ("esx-1", "vol-b"): "ds-b"}
+    got = {(r.entity, r.metric): (r.value, r.unit) for r in io_readings(values, "datastore", names)}
+    assert got == {
+        ("ds-a", "ds_write_iops"): (40.0, "IO/s"),
+        ("ds-a", "ds_write_latency_ms"): (3.0, "ms"),  # (30 x 2 + 10 x 6) / 40
+        ("ds-b", "ds_read_iops"): (0.0, "IO/s"),
+        ("ds-b", "ds_read_latency_ms"): (0.0, "ms"),  # no I/O, no latency
+    }
+    (cpu,) = entity_readings(values)
+    assert (cpu.entity, cpu.metric, cpu.unit, cpu.value) == ("esx-1", "cpu_pct", "%", pytest.approx(12.34))
+    assert (
+        volume_id("ds:///vmfs/volumes/5a1b2c3d-11223344-aabb-001122334455/")
+        == "5a1b2c3d-11223344-aabb-001122334455"
+    )
+    assert volume_id("/tmp/x/vmfs/volumes/abcd") == "abcd"

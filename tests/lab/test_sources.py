@@ -65,8 +65,10 @@ def test_storage_rates_and_vcenter_perf(session_for) -> None:
     assert by[("unity-01", "iops")].value > 0 and by[("unity-01/vdi-ds-01", "latency_ms")].unit == "ms"
     assert {x.source for x in got} == {"unity"}
     vc = s.sources.vcenter("vc-01").read()
-    assert {x.metric for x in vc} >= {"cpu.usage.average", "mem.usage.average"}
-    assert all(x.entity.startswith("esx-vdi-") for x in vc)
+    assert {x.metric for x in vc} >= {"cpu_pct", "mem_usage_pct", "mem_balloon_kb", "ds_write_iops"}
+    hosts = {x.entity for x in vc if x.metric == "cpu_pct"}
+    assert hosts and all(h.startswith("esx-vdi-") for h in hosts)
+    assert {x.entity for x in vc if x.metric == "ds_write_iops"} == set(s.lab.storage["unity-01"].luns)
     assert all(abs(x.source_ts - s.clock.now()) < 3600 for x in vc)  # mapped onto the lab timeline
 
 

@@ -20,6 +20,7 @@ from labctl.inventory.faults import FaultKind, FaultSpec
 from labctl.inventory.model import Lab
 from labctl.sim.certs import CA_FILE
 from labctl.sim.lab import SimulatedLab
+from labctl.sim.twin.vdi.views import generated_ip
 from labctl.sim.vcenter.topology import (
     TASK_LATENCY_LAB_S,
     fault_entries,
@@ -28,6 +29,7 @@ from labctl.sim.vcenter.topology import (
     topology,
 )
 from tests.labfiles import make_test_lab
+from tests.vdi.vcenter_twin import by_name
 
 DEADLINE_S = 10.0
 
@@ -66,9 +68,11 @@ def test_task_latency_is_in_lab_seconds(lab: Lab) -> None:
     )
     assert cfg["task_delay_ms"]["PowerOn"] == round(TASK_LATENCY_LAB_S["PowerOn"] * 1000 / 60)
     assert cfg["task_jitter"] > 0
-    assert cfg["datacenters"][0]["clusters"][0]["hosts"] == host_names(
-        lab.vcenters["vc-01"].datacenters[0].clusters[0]
-    )
+    hosts = cfg["datacenters"][0]["clusters"][0]["hosts"]
+    assert [h["name"] for h in hosts] == host_names(lab.vcenters["vc-01"].datacenters[0].clusters[0])
+    assert (hosts[0]["cores"], hosts[0]["cpu_mhz"], hosts[0]["ram_mb"]) == (16, 2600, 256 * 1024)
+    # power-ons are paced as the twin's vcenter_power_ops_per_s says, in wall time
+    assert cfg["power_ops_per_wall_s"] == pytest.approx(3.0 * 60)
 
 
 def test_task_faults_name_their_vms_in_wall_seconds(lab: Lab) -> None:
@@ -108,12 +112,7 @@ def connect(sim: SimulatedLab, password: str | None = None) -> Iterator[Any]:
 
 
 def vms_by_name(si: Any) -> dict[str, Any]:
-    content = si.RetrieveContent()
-    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
-    try:
-        return {vm.name: vm for vm in view.view}
-    finally:
-        view.Destroy()
+    return by_name(si, vim.VirtualMachine)
 
 
 def wait_task(task: Any, timeout_s: float = DEADLINE_S) -> Any:
@@ -180,13 +179,10 @@ def test_guest_becomes_ready_only_after_the_twins_boot_time(shared_sim_lab: Simu
         # the placeholder boots a VM in 1 + 30 lab s; any twin takes a while
         assert booted_after >= (29 if sim.state.twin == "placeholder" else 10)
         g = vm.guest
-        assert (g.toolsStatus, g.guestState, g.hostName, g.ipAddress) == (
-            "toolsOk",
-            "running",
-            "vdi-001",
-            "10.250.0.1",
-        )
-        assert vm.summary.guest.ipAddress == "10.250.0.1"
+        # the guest's address is the twin's (a DHCP-like one for a VM the inventory gives none)
+        ip = "10.250.0.1" if sim.state.twin == "placeholder" else generated_ip(0)
+        assert (g.toolsStatus, g.guestState, g.hostName, g.ipAddress) == ("toolsOk", "running", "vdi-001", ip)
+        assert vm.summary.guest.ipAddress == ip
 
         # a reset: the guest goes down and comes back after another boot
         wait_task(vm.ResetVM_Task())

@@ -1,74 +1,62 @@
-"""Guest readiness for the simulated vCenter: the twin decides when a VM's OS is up.
+"""The lab twin behind the simulated vCenter: two threads in the simulator process.
 
-Plain vcsim VMs never report VMware Tools running or an IP. This updater (threads in the
-simulator process) connects to the simulated vCenter with pyVmomi, as any client would, and:
+- **events**: long-polls labctl-vcsim's journal (power-on, power-off, reset, suspend, guest reboot
+  and shutdown, host maintenance) and applies each operation to the twin in order, batched:
+  ``power_many`` for a storm's power-ons; RebootGuest is the twin's RESTART (a real guest reboot:
+  Tools go down and come back when the guest is up again), ShutdownGuest its SHUTDOWN (the VM
+  powers off when the guest has shut down), EnterMaintenanceMode ``set_host_maintenance``.
+- **state**: about once a lab second (within 50-250 ms wall), reads the twin as columns
+  (:mod:`.columns`) and pushes what changed: power the twin decided (a guest that shut down),
+  VMware Tools and IP, the host each desktop runs on (vMotion away from a host in maintenance),
+  stunned VMs and datastore space; at every 20 lab-second boundary, the cumulative performance
+  counters of every VM, host and datastore, from which labctl-vcsim serves QueryPerf.
 
-- watches every VM's ``runtime.powerState`` and ``runtime.bootTime`` with the property collector
-  (``WaitForUpdatesEx``) and tells the twin: powered on -> ``power(vm, ON)``, powered off or
-  suspended -> ``power(vm, FORCE_OFF)``, a new boot time while on (a reset) ->
-  ``power(vm, FORCE_RESTART)``;
-- polls the twin, and when ``twin.is_os_up(vm)`` turns true marks the guest ready with
-  ``ReconfigVM_Task`` extraConfig ``SET.guest.*`` keys (tools running and OK, guest state running,
-  IP address, host name -- vcsim v0.46.3 applies ``SET.<property path>`` to the VM's properties
-  without storing them in extraConfig); when the OS goes down (power off, reset) it clears them
-  again, as a real vCenter shows tools not running for a VM that is off.
-
-Limitation: vcsim's ``RebootGuest`` changes nothing a client can observe, so a guest reboot is not
-passed to the twin (a reset is).
+Each push carries the journal seq the twin has applied, read under the same lock as the state, so
+labctl-vcsim can tell a state that predates a VM's last power operation (:mod:`.push`).
+The name is historical: it started as the updater that marked guests ready.
 """
 
 from __future__ import annotations
 
 import logging
-import ssl
+import math
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from labctl.clock import LabClock
 from labctl.inventory.model import VCenter
 from labctl.sim.twin.interface import LabTwin, PowerAction
+from labctl.sim.vcenter.columns import TwinReader
+from labctl.sim.vcenter.link import JournalEvent, LinkError, TwinLink
+from labctl.sim.vcenter.push import StatePusher, zero_body
 from labctl.sim.vcenter.topology import Topology
 
 log = logging.getLogger(__name__)
 
-READY = {
-    "SET.guest.toolsRunningStatus": "guestToolsRunning",
-    "SET.guest.toolsStatus": "toolsOk",
-    "SET.guest.guestState": "running",
-    "SET.summary.guest.toolsRunningStatus": "guestToolsRunning",
-    "SET.summary.guest.toolsStatus": "toolsOk",
+# vCenter operations as the twin's power actions (interface.VdiTwin's table)
+ACTIONS: dict[str, PowerAction] = {
+    "powerOn": PowerAction.ON,
+    "powerOff": PowerAction.FORCE_OFF,
+    "suspend": PowerAction.FORCE_OFF,  # a suspended desktop runs nothing
+    "reset": PowerAction.FORCE_RESTART,
+    "rebootGuest": PowerAction.RESTART,
+    "shutdownGuest": PowerAction.SHUTDOWN,
 }
-NOT_READY = {
-    "SET.guest.toolsRunningStatus": "guestToolsNotRunning",
-    "SET.guest.toolsStatus": "toolsNotRunning",
-    "SET.guest.guestState": "notRunning",
-    "SET.summary.guest.toolsRunningStatus": "guestToolsNotRunning",
-    "SET.summary.guest.toolsStatus": "toolsNotRunning",
-    "SET.guest.ipAddress": "",  # an empty value clears the property
-    "SET.guest.hostName": "",
-}
+EVENT_WAIT_S = 1.0  # long poll of the journal, wall seconds
 
 
 @dataclass
-class _Vm:
-    name: str
-    moref: Any = None
-    power: str = "poweredOff"
-    boot_time: Any = None
-    marked_ready: bool = False
-
-
-@dataclass
-class GuestStats:
+class UpdaterStats:
     connected: bool = False
-    power_events: int = 0
-    marked_ready: int = 0
-    marked_not_ready: int = 0
+    events: int = 0
+    pushes: int = 0
+    vm_updates: int = 0
+    snapshots: int = 0
     errors: int = 0
     last_error: str = ""
-    vms: dict[str, _Vm] = field(default_factory=dict)
+    last_push_ms: float = 0.0
 
 
 class GuestUpdater:
@@ -85,238 +73,175 @@ class GuestUpdater:
     ):
         self.vc = vc
         self.topo = topo
-        self.password = password
         self.twin = twin
         self.clock = clock
-        self.ca_file = ca_file
-        # how often the twin is asked (wall seconds): about one lab second, within [20 ms, 250 ms]
-        self.poll_wall_s = min(0.25, max(0.02, clock.to_wall_s(poll_lab_s)))
-        self._ips = {v.name: v.guest_ip for v in topo.vms}
-        self._lock = threading.Lock()
+        self.poll_wall_s = min(0.25, max(0.05, clock.to_wall_s(poll_lab_s)))
+        self.link = TwinLink(topo.host, topo.port, vc.user, password, ca_file)
+        self.reader = TwinReader(twin, topo)
+        self.pusher = StatePusher(topo)
+        self._lock = threading.Lock()  # applying events vs reading state: a push's ack matches its state
+        self._applied = 0  # journal seq applied to the twin
         self._stop = threading.Event()
-        self._stats = GuestStats(vms={v.name: _Vm(v.name) for v in topo.vms})
         self._threads: list[threading.Thread] = []
-        self._watch_si: Any = None
-        self._ready_si: Any = None
-        self._collector: Any = None  # the watcher's property collector (set by _init_filter)
+        self._stats = UpdaterStats()
+        self._last_guest: Any = None
 
     # --- lifecycle -----------------------------------------------------------------------------
-    def _connect(self) -> Any:
-        from pyVim.connect import SmartConnect
-
-        if self.ca_file:
-            ctx = ssl.create_default_context(cafile=self.ca_file)
-            ctx.check_hostname = False  # the certificate names the IP; pyVmomi connects by host
-        else:
-            ctx = ssl._create_unverified_context()
-        return SmartConnect(
-            host=self.topo.host,
-            port=self.topo.port,
-            user=self.vc.user,
-            pwd=self.password,
-            sslContext=ctx,
-            httpConnectionTimeout=15,
-            connectionPoolTimeout=0,
-        )
-
     def start(self, connect_timeout_s: float = 30.0) -> None:
-        """Connect (retrying while the simulated vCenter starts) and start watching."""
+        """Reach labctl-vcsim's link (retrying while it starts), then start both threads."""
         deadline = time.monotonic() + connect_timeout_s
         last: Exception | None = None
-        while time.monotonic() < deadline and not self._stop.is_set():
+        while not self._stop.is_set():
             try:
-                if self._watch_si is None:  # kept from an earlier try where only the second failed
-                    self._watch_si = self._connect()
-                self._ready_si = self._connect()
+                batch = self.link.events(0, 0)
                 break
-            except Exception as exc:  # not listening yet, or still building its inventory
+            except LinkError as exc:  # not listening yet: it builds its inventory first
                 last = exc
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"vCenter {self.vc.name}: the simulated vCenter's twin link did not answer within "
+                        f"{connect_timeout_s:g} s: {last}"
+                    ) from None
                 time.sleep(0.05)
         else:
-            raise TimeoutError(
-                f"guest updater: cannot log in to vCenter {self.vc.name} at "
-                f"{self.topo.host}:{self.topo.port} within {connect_timeout_s:g} s: {last}"
-            )
-        self._init_filter()
-        with self._lock:
-            self._stats.connected = True
-        for target, name in ((self._watch, "watch"), (self._ready_loop, "ready")):
-            t = threading.Thread(target=target, name=f"vcenter-guest-{name}-{self.vc.name}", daemon=True)
+            return
+        self._apply(batch.events, batch.last)
+        self._stats.connected = True
+        self._push_once()  # the twin's state from the start (and its first counters)
+        for target, name in ((self._events_loop, "events"), (self._state_loop, "state")):
+            t = threading.Thread(target=target, name=f"vcenter-{name}-{self.vc.name}", daemon=True)
             t.start()
             self._threads.append(t)
 
     def stop(self) -> None:
         self._stop.set()
-        if self._collector is not None:
-            try:
-                self._collector.CancelWaitForUpdates()  # the watcher's long poll returns at once
-            except Exception:
-                pass
         for t in self._threads:
-            t.join(timeout=3.0)
+            t.join(timeout=EVENT_WAIT_S + 3.0)
         self._threads.clear()
-        from pyVim.connect import Disconnect
-
-        for si in (self._watch_si, self._ready_si):
-            if si is not None:
-                try:
-                    Disconnect(si)
-                except Exception:
-                    pass
-        self._watch_si = self._ready_si = None
+        self.link.close()
 
     def stats(self) -> dict[str, Any]:
-        with self._lock:
-            s = self._stats
-            return {
-                "connected": s.connected,
-                "vms": len(s.vms),
-                "guests_ready": sum(1 for v in s.vms.values() if v.marked_ready),
-                "powered_on": sum(1 for v in s.vms.values() if v.power == "poweredOn"),
-                "power_events": s.power_events,
-                "marked_ready": s.marked_ready,
-                "marked_not_ready": s.marked_not_ready,
-                "errors": s.errors,
-                "last_error": s.last_error,
-            }
+        s = self._stats
+        g = self._last_guest
+        return {
+            "connected": s.connected,
+            "vms": len(self.topo.vms),
+            "twin": self.reader.kind,
+            "guests_ready": int((g.tools & g.power_on).sum()) if g is not None else 0,
+            "powered_on": int(g.power_on.sum()) if g is not None else 0,
+            "journal_applied": self._applied,
+            "events": s.events,
+            "pushes": s.pushes,
+            "vm_updates": s.vm_updates,
+            "snapshots": s.snapshots,
+            "last_push_ms": round(s.last_push_ms, 1),
+            "errors": s.errors,
+            "last_error": s.last_error,
+        }
 
-    # --- power watching ------------------------------------------------------------------------
-    def _init_filter(self) -> None:
-        from pyVmomi import vim, vmodl
-
-        content = self._watch_si.RetrieveContent()
-        view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
-        pc = vmodl.query.PropertyCollector
-        spec = pc.FilterSpec(
-            objectSet=[
-                pc.ObjectSpec(
-                    obj=view,
-                    skip=True,
-                    selectSet=[
-                        pc.TraversalSpec(name="vms", path="view", skip=False, type=vim.view.ContainerView)
-                    ],
-                )
-            ],
-            propSet=[
-                pc.PropertySpec(
-                    type=vim.VirtualMachine, pathSet=["name", "runtime.powerState", "runtime.bootTime"]
-                )
-            ],
-        )
-        self._collector = content.propertyCollector.CreatePropertyCollector()
-        self._collector.CreateFilter(spec, partialUpdates=False)
-        self._version = ""
-
-    def _watch(self) -> None:
-        from pyVmomi import vmodl
-
-        options = vmodl.query.PropertyCollector.WaitOptions(maxWaitSeconds=1)
+    # --- journal -> twin ------------------------------------------------------------------------
+    def _events_loop(self) -> None:
         while not self._stop.is_set():
             try:
-                update = self._collector.WaitForUpdatesEx(self._version, options)
-            except Exception as exc:
-                if self._stop.is_set():
-                    return  # CancelWaitForUpdates from stop()
-                self._error(f"WaitForUpdatesEx: {exc}")
+                batch = self.link.events(self._applied, EVENT_WAIT_S)
+            except LinkError as exc:
+                self._error(str(exc))
                 self._stop.wait(0.5)
                 continue
-            if update is None:
-                continue
-            self._version = update.version
-            for fs in update.filterSet:
-                for obj in fs.objectSet:
-                    props = {c.name: c.val for c in obj.changeSet}
-                    self._on_change(obj.obj, props)
+            if batch.lost:
+                self._error(
+                    f"journal events before {batch.events[0].seq if batch.events else batch.last} were lost"
+                )
+            self._apply(batch.events, batch.last)
+        self.link.close()
 
-    def _on_change(self, moref: Any, props: dict[str, Any]) -> None:
+    def _apply(self, events: tuple[JournalEvent, ...], last: int) -> None:
+        """Apply journal events in order; consecutive power actions of one kind go as one call."""
         with self._lock:
-            vm = next((v for v in self._stats.vms.values() if v.moref == moref), None)
-            if vm is None:
-                name = props.get("name")
-                vm = self._stats.vms.get(name) if name else None
-                if vm is None:
-                    return  # not one of the lab's VMs
-                vm.moref = moref
-            old_power, old_boot = vm.power, vm.boot_time
-            new_power = str(props.get("runtime.powerState", old_power))
-            new_boot = props.get("runtime.bootTime", old_boot)
-            vm.power, vm.boot_time = new_power, new_boot
-        action: PowerAction | None = None
-        if new_power == "poweredOn" and old_power != "poweredOn":
-            action = PowerAction.ON
-        elif new_power != "poweredOn" and old_power == "poweredOn":
-            action = PowerAction.FORCE_OFF
-        elif (
-            new_power == "poweredOn"
-            and new_boot is not None
-            and old_boot is not None
-            and new_boot != old_boot
-        ):
-            action = PowerAction.FORCE_RESTART
-        if action is None:
+            run: list[str] = []
+            run_op = ""
+            for e in events:
+                if e.seq <= self._applied:
+                    continue
+                if e.op in ACTIONS and e.op == run_op:
+                    run.append(e.vm)
+                    continue
+                self._power(run_op, run)
+                run, run_op = ([e.vm], e.op) if e.op in ACTIONS else ([], "")
+                if e.op in ("enterMaintenance", "exitMaintenance"):
+                    self._maintenance(e.host, e.op == "enterMaintenance")
+                elif e.op not in ACTIONS:
+                    self._error(f"journal event {e.seq}: unknown operation {e.op!r}")
+            self._power(run_op, run)
+            self._stats.events += sum(1 for e in events if e.seq > self._applied)
+            self._applied = max(self._applied, last)
+
+    def _power(self, op: str, vms: list[str]) -> None:
+        if not vms:
+            return
+        action = ACTIONS[op]
+        many = getattr(self.twin, "power_many", None)
+        try:
+            if callable(many) and self.reader.kind != "plain":
+                many(vms, action)
+            else:
+                for vm in vms:
+                    self.twin.power(vm, action)
+        except Exception as exc:  # a VM the twin does not know: the rest still happened or will
+            self._error(f"twin {action.value} of {len(vms)} VM(s) ({vms[0]}...): {exc}")
+        log.debug("vcenter %s: %s %d VM(s) -> twin %s", self.vc.name, op, len(vms), action.value)
+
+    def _maintenance(self, host: str, on: bool) -> None:
+        setter = getattr(self.twin, "set_host_maintenance", None)
+        if not callable(setter):
             return
         try:
-            self.twin.power(vm.name, action)
+            setter(host, on)
         except Exception as exc:
-            self._error(f"twin.power({vm.name}, {action}): {exc}")
-            return
-        with self._lock:
-            self._stats.power_events += 1
-        log.info("vcenter %s: %s %s -> twin %s", self.vc.name, vm.name, new_power, action.value)
+            self._error(f"twin maintenance of {host}: {exc}")
+        log.info("vcenter %s: host %s %s maintenance", self.vc.name, host, "enters" if on else "leaves")
 
-    # --- guest readiness -----------------------------------------------------------------------
-    def _ready_loop(self) -> None:
-        from pyVmomi import vim
-
+    # --- twin -> vCenter ------------------------------------------------------------------------
+    def _state_loop(self) -> None:
         while not self._stop.wait(self.poll_wall_s):
-            with self._lock:
-                vms = [(v.name, v.moref, v.power, v.marked_ready) for v in self._stats.vms.values()]
-            for name, moref, power, marked in vms:
-                if moref is None:
-                    continue
-                try:
-                    up = power == "poweredOn" and self.twin.is_os_up(name)
-                except Exception as exc:
-                    self._error(f"twin.is_os_up({name}): {exc}")
-                    continue
-                if up == marked:
-                    continue
-                values = (
-                    dict(READY, **{"SET.guest.ipAddress": self._ips[name], "SET.guest.hostName": name})
-                    if up
-                    else NOT_READY
-                )
-                spec = vim.vm.ConfigSpec(
-                    extraConfig=[vim.option.OptionValue(key=k, value=v) for k, v in values.items()]
-                )
-                try:
-                    vm_obj = vim.VirtualMachine(moref._moId, self._ready_si._stub)
-                    task = vm_obj.ReconfigVM_Task(spec)
-                    self._wait_task(task)
-                except Exception as exc:
-                    self._error(f"ReconfigVM_Task({name}): {exc}")
-                    continue
-                with self._lock:
-                    self._stats.vms[name].marked_ready = up
-                    if up:
-                        self._stats.marked_ready += 1
-                    else:
-                        self._stats.marked_not_ready += 1
-                log.info("vcenter %s: guest of %s %s", self.vc.name, name, "ready" if up else "not ready")
+            self._push_once()
+        self.link.close()
 
-    def _wait_task(self, task: Any, timeout_s: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            state = task.info.state
-            if state == "success":
+    def _push_once(self) -> None:
+        try:
+            with self._lock:
+                ack = self._applied
+                guest = self.reader.guest()
+                perf = None
+                if self.pusher.due(guest.lab_time_s):
+                    perf = self.reader.perf()
+            self._last_guest = guest
+            pending = self.pusher.build(
+                guest, ack, perf, self.clock, reports_hosts=guest.maintenance is not None
+            )
+            if pending is None:
                 return
-            if state == "error":
-                raise RuntimeError(str(task.info.error.msg if task.info.error else "task failed"))
-            time.sleep(0.01)
-        raise TimeoutError(f"task did not finish within {timeout_s:g} s")
+            t0 = time.perf_counter()
+            start = self.reader.start_lab_s
+            if perf is not None and self.pusher.last_boundary == -math.inf and start is not None:
+                if start < perf.lab_time_s:
+                    self.link.push({"ack": ack, "perf": zero_body(perf, start, self.clock)})
+            answer = self.link.push(pending.body)
+            self._stats.last_push_ms = (time.perf_counter() - t0) * 1000
+        except LinkError as exc:
+            self._error(str(exc))
+            return
+        except Exception as exc:  # the twin failed to answer: say so, try again next tick
+            log.exception("vcenter %s: reading the twin", self.vc.name)
+            self._error(f"reading the twin: {type(exc).__name__}: {exc}")
+            return
+        self.pusher.taken(pending, answer.ignored)
+        self._stats.pushes += 1
+        self._stats.vm_updates += len(pending.body["vms"])
+        if perf is not None:
+            self._stats.snapshots += 1
 
     def _error(self, message: str) -> None:
         log.warning("vcenter %s: %s", self.vc.name, message)
-        with self._lock:
-            self._stats.errors += 1
-            self._stats.last_error = message
+        self._stats.errors += 1
+        self._stats.last_error = message
