@@ -8,9 +8,15 @@ The wire protocol follows the real array:
 - collections answer ``{"@base", "updated", "links", "entries": [{"content": {...}}]}`` with only
   ``id`` and the attributes named in ``fields=``; ``compact=true`` leaves out the per-entry links;
 - a real-time metric query (``POST /api/types/metricRealTimeQuery/instances``) samples the lab
-  twin's raw cumulative LUN counters when it is created and then on every interval boundary
-  (lab time a multiple of ``interval``, so timestamps are round as on the array);
-  ``metricQueryResult`` answers the latest sample, values per SP, keyed by LUN id, as strings.
+  twin's cumulative volume counters (:class:`~labctl.sim.arrays.feed.ArrayFeed`) when it is created
+  and then on every interval boundary (lab time a multiple of ``interval``, so timestamps are round
+  as on the array); ``metricQueryResult`` answers the latest sample, values per SP, keyed by LUN
+  id, as strings. Each SP counts the I/O it served: what a LUN did between two readings is added
+  to the SP that owns it then (after a failover its peer's counters grow). ``totalIoTime`` is the
+  LUN's outstanding-I/O integral in microseconds, which by Little's law is its summed response
+  time: a client's latency is delta(totalIoTime) / delta(reads + writes);
+- ``storageProcessor`` instances answer each SP's health: OK (5) while it serves, major (20) after
+  the twin failed it (fault ``array_controller_failover``).
 
 Fault ``storage_token_expiry``: a session lives ``after_s`` lab seconds (``DEFAULT_TOKEN_LIFETIME_S``
 when 0); the first request after that answers 401 and clears the cookie; a new login works.
@@ -33,6 +39,7 @@ from urllib.parse import unquote
 from labctl.errors import MissingCredentialError
 from labctl.inventory.faults import FaultKind
 from labctl.inventory.model import StorageArray
+from labctl.sim.arrays.feed import ArrayFeed
 from labctl.sim.endpoint import SimContext
 from labctl.sim.http import (
     Request,
@@ -60,6 +67,8 @@ API_VERSION = "10.0"
 POOL_SIZE_B = 10 * 2**40
 LUN_SIZE_B = 2 * 2**40
 SPS = ("spa", "spb")
+BLOCK_BYTES = 512.0
+HEALTH_OK, HEALTH_MAJOR = 5, 20  # Unity HealthEnum values
 
 _FILTER_TERM = re.compile(
     r'^\s*([A-Za-z_][\w.]*)\s+(eq|ne|lt|le|gt|ge|lk)\s+("(?:[^"\\]|\\.)*"|\S+)\s*$', re.I
@@ -197,10 +206,16 @@ class UnityArray(SimHttpsServer):
 
     server_header = "Apache"
 
-    def __init__(self, ctx: SimContext, array: StorageArray):
+    def __init__(self, ctx: SimContext, array: StorageArray, twin_array: str | None = None):
         host, port = parse_host_port(array.url)
         super().__init__(ctx, kind="unity", name=array.name, host=host, port=port)
         self.array = array
+        self.feed = ArrayFeed(ctx, array, twin_array)
+        hw = self.feed.hardware
+        self.model = hw.model if hw is not None and hw.model.startswith("Unity") else MODEL
+        # per LUN: the last volume reading and what each SP has counted (reads, writes, blocks, io time)
+        self._seen: dict[str, tuple[float, ...]] = {}
+        self._per_sp: dict[str, dict[str, list[float]]] = {}
         password = ctx.credential(array.password)
         if password is None:
             raise MissingCredentialError(
@@ -234,7 +249,28 @@ class UnityArray(SimHttpsServer):
 
     # --- real-time query sampling ----------------------------------------------------------------
     def _read_counters(self) -> tuple[LunCounters, ...]:
-        return tuple(self.ctx.twin.lun_counters(self.array.name))
+        """Each SP's cumulative counters: every LUN's new I/O goes to the SP that owns it now."""
+        vols = self.feed.volumes()
+        sps = dict(zip(self.feed.controller_names, SPS, strict=False))
+        out = []
+        with self._lock:
+            for v in vols:
+                cur = (
+                    v.reads,
+                    v.writes,
+                    v.bytes_read / BLOCK_BYTES,
+                    v.bytes_written / BLOCK_BYTES,
+                    v.queue_integral * 1e6,
+                )
+                prev = self._seen.get(v.volume, (0.0,) * len(cur))
+                self._seen[v.volume] = cur
+                acc = self._per_sp.setdefault(v.volume, {sp: [0.0] * len(cur) for sp in SPS})
+                owner = acc.setdefault(sps.get(v.controller, v.controller), [0.0] * len(cur))
+                for k, (a, b) in enumerate(zip(prev, cur, strict=True)):
+                    owner[k] += max(0.0, b - a)
+                for sp, c in acc.items():
+                    out.append(LunCounters(v.volume, sp, *c))
+        return tuple(out)
 
     def _fill(self, q: _Query, counters: tuple[LunCounters, ...], at: float) -> None:
         sample: dict[str, dict[str, dict[str, str]]] = {}
@@ -456,6 +492,7 @@ class UnityArray(SimHttpsServer):
             "lun": self._luns,
             "metric": lambda: [m.content() for m in cat.METRICS],
             "metricRealTimeQuery": self._query_objs,
+            "storageProcessor": self._storage_processors,
         }
         if type_name == "metricQueryResult":
             if method != "GET":
@@ -495,6 +532,7 @@ class UnityArray(SimHttpsServer):
             "metric": lambda: [m.content() for m in cat.METRICS],
             "loginSessionInfo": lambda: [self._login_info(session)],
             "user": lambda: [self._user_obj()],
+            "storageProcessor": self._storage_processors,
         }.get(type_name)
         if objects is None:
             return self._error(404, cat.E_NOT_FOUND)
@@ -514,7 +552,7 @@ class UnityArray(SimHttpsServer):
     def _basic_system_info(self) -> dict[str, Any]:
         return {
             "id": "0",
-            "model": MODEL,
+            "model": self.model,
             "name": self.serial,
             "softwareVersion": SOFTWARE_VERSION,
             "apiVersion": API_VERSION,
@@ -525,10 +563,36 @@ class UnityArray(SimHttpsServer):
         return {
             "id": "0",
             "name": self.array.name,
-            "model": MODEL,
+            "model": self.model,
             "serialNumber": self.serial,
             "health": self._health("ALRT_SYSTEM_OK", "The system is operating normally."),
         }
+
+    def _storage_processors(self) -> list[dict[str, Any]]:
+        """Each SP with its health: a failed SP (the twin's controller state) is major, 20."""
+        states = {c.controller: c.state for c in self.feed.controllers()}
+        sps = dict(zip(self.feed.controller_names, SPS, strict=False))
+        out = []
+        for name, sp in sps.items():
+            failed = states.get(name) == "failed"
+            health = (
+                self._health("ALRT_SP_FAULT", "The storage processor has faulted. Contact support.")
+                if failed
+                else self._health("ALRT_COMPONENT_OK", "The component is operating normally.")
+            )
+            health["value"] = HEALTH_MAJOR if failed else HEALTH_OK
+            out.append(
+                {
+                    "id": sp,
+                    "name": f"SP {sp[-1].upper()}",
+                    "health": health,
+                    "model": f"{self.model} SP",
+                    "isRescueMode": False,
+                    "needsReplacement": failed,
+                    "memorySize": int((self.feed.hardware.cache_gb if self.feed.hardware else 48) * 1024),
+                }
+            )
+        return out
 
     def _login_info(self, s: _Session) -> dict[str, Any]:
         return {
