@@ -30,22 +30,19 @@ import itertools
 import logging
 import math
 import re
-import secrets
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from labctl.errors import MissingCredentialError
-from labctl.inventory.faults import FaultKind
 from labctl.inventory.model import StorageArray
 from labctl.sim.arrays.feed import ArrayFeed
+from labctl.sim.arrays.sessions import Outcome, Session, SessionBook
 from labctl.sim.endpoint import SimContext
 from labctl.sim.http import (
     Request,
     Response,
     SimHttpsServer,
-    credentials_match,
     empty_response,
     json_response,
     parse_host_port,
@@ -77,15 +74,6 @@ _FILTER_TERM = re.compile(
 
 class _BadRequest(Exception):
     pass
-
-
-@dataclass
-class _Session:
-    cookie: str
-    csrf: str
-    user: str
-    created_lab_s: float
-    last_used_lab_s: float
 
 
 @dataclass
@@ -216,15 +204,11 @@ class UnityArray(SimHttpsServer):
         # per LUN: the last volume reading and what each SP has counted (reads, writes, blocks, io time)
         self._seen: dict[str, tuple[float, ...]] = {}
         self._per_sp: dict[str, dict[str, list[float]]] = {}
-        password = ctx.credential(array.password)
-        if password is None:
-            raise MissingCredentialError(
-                array.password, f"simulated array {array.name}", "the simulator has no value for it"
-            )
         self._user = array.user
-        self._password = password
+        self.sessions = SessionBook(
+            ctx, array, COOKIE, idle_timeout_s=IDLE_TIMEOUT_S, default_lifetime_s=DEFAULT_TOKEN_LIFETIME_S
+        )
         self._lock = threading.RLock()
-        self._sessions: dict[str, _Session] = {}
         self._queries: dict[int, _Query] = {}
         self._query_ids = itertools.count(1)
         self._wake = threading.Event()
@@ -376,39 +360,16 @@ class UnityArray(SimHttpsServer):
         }
 
     # --- sessions --------------------------------------------------------------------------------
-    def _token_lifetime(self) -> float | None:
-        spec = self.ctx.faults.spec(FaultKind.STORAGE_TOKEN_EXPIRY, self.array.name)
-        if spec is None:
-            return None
-        return spec.after_s or DEFAULT_TOKEN_LIFETIME_S
-
-    def _clear_cookie(self) -> tuple[str, str]:
-        return ("Set-Cookie", f"{COOKIE}=; Path=/; Max-Age=0; Secure; HttpOnly")
-
-    def _session_for(self, req: Request) -> tuple[_Session | None, Response | None, bool]:
+    def _session_for(self, req: Request) -> tuple[Session | None, Response | None, bool]:
         """(session, error response, new login)."""
-        now = self._now()
-        cookie = req.cookies.get(COOKIE)
-        with self._lock:
-            for sid in [
-                s.cookie for s in self._sessions.values() if now - s.last_used_lab_s > IDLE_TIMEOUT_S
-            ]:
-                del self._sessions[sid]
-            s = self._sessions.get(cookie) if cookie else None
-            if s is not None:
-                lifetime = self._token_lifetime()
-                if lifetime is not None and now - s.created_lab_s >= lifetime:
-                    del self._sessions[s.cookie]
-                    log.info("unity %s: session expired (fault storage_token_expiry)", self.array.name)
-                    return (
-                        None,
-                        self._error(401, cat.E_SESSION_EXPIRED, headers=[self._clear_cookie()]),
-                        False,
-                    )
-                s.last_used_lab_s = now
-                return s, None, False
-        basic = req.basic_auth()
-        if basic is None or not credentials_match(*basic, self._user, self._password):
+        s, outcome = self.sessions.resolve(req)
+        if outcome is Outcome.EXPIRED:
+            return (
+                None,
+                self._error(401, cat.E_SESSION_EXPIRED, headers=[self.sessions.clear_cookie()]),
+                False,
+            )
+        if s is None:
             return (
                 None,
                 self._error(
@@ -416,14 +377,10 @@ class UnityArray(SimHttpsServer):
                 ),
                 False,
             )
-        s = _Session(secrets.token_urlsafe(24), secrets.token_urlsafe(24), self._user, now, now)
-        with self._lock:
-            self._sessions[s.cookie] = s
-        return s, None, True
+        return s, None, outcome is Outcome.NEW
 
     def active_sessions(self) -> int:
-        with self._lock:
-            return len(self._sessions)
+        return self.sessions.count()
 
     def active_queries(self) -> int:
         with self._lock:
@@ -452,7 +409,7 @@ class UnityArray(SimHttpsServer):
             return err
         headers: list[tuple[str, str]] = []
         if new_login:
-            headers.append(("Set-Cookie", f"{COOKIE}={session.cookie}; Path=/; Secure; HttpOnly"))
+            headers.append(self.sessions.set_cookie(session))
         if method in ("POST", "DELETE", "PUT"):
             sent = req.header(CSRF_HEADER) or ""
             if not hmac.compare_digest(sent.encode(), session.csrf.encode()):
@@ -466,22 +423,21 @@ class UnityArray(SimHttpsServer):
         resp.headers.extend(headers)
         return resp
 
-    def _route(self, req: Request, method: str, path: str, session: _Session) -> Response:
+    def _route(self, req: Request, method: str, path: str, session: Session) -> Response:
         parts = path.split("/")
         # /api/types/<type>/instances, /api/types/<type>/action/<name>, /api/instances/<type>/<id>
         if len(parts) == 5 and parts[:2] == ["", "api"] and parts[2] == "types" and parts[4] == "instances":
             return self._types(req, method, parts[3], session)
         if len(parts) == 6 and parts[:3] == ["", "api", "types"] and parts[4] == "action":
             if method == "POST" and parts[3] == "loginSessionInfo" and parts[5] == "logout":
-                with self._lock:
-                    self._sessions.pop(session.cookie, None)
-                return json_response(200, {"logoutOK": "true"}, [self._clear_cookie()])
+                self.sessions.end(session)
+                return json_response(200, {"logoutOK": "true"}, [self.sessions.clear_cookie()])
             return self._error(404, cat.E_NOT_FOUND)
         if len(parts) == 5 and parts[:3] == ["", "api", "instances"]:
             return self._instances(req, method, parts[3], parts[4], session)
         return self._error(404, cat.E_NOT_FOUND)
 
-    def _types(self, req: Request, method: str, type_name: str, session: _Session) -> Response:
+    def _types(self, req: Request, method: str, type_name: str, session: Session) -> Response:
         if type_name == "metricRealTimeQuery" and method == "POST":
             return self._create_query(req)
         getters = {
@@ -506,9 +462,7 @@ class UnityArray(SimHttpsServer):
         all_fields = type_name in ("metricRealTimeQuery", "loginSessionInfo")
         return json_response(200, self._collection(req, getter(), all_fields=all_fields))
 
-    def _instances(
-        self, req: Request, method: str, type_name: str, ident: str, session: _Session
-    ) -> Response:
+    def _instances(self, req: Request, method: str, type_name: str, ident: str, session: Session) -> Response:
         if type_name == "metricRealTimeQuery":
             try:
                 qid = int(ident)
@@ -594,7 +548,7 @@ class UnityArray(SimHttpsServer):
             )
         return out
 
-    def _login_info(self, s: _Session) -> dict[str, Any]:
+    def _login_info(self, s: Session) -> dict[str, Any]:
         return {
             "id": s.user,
             "domain": "Local",
