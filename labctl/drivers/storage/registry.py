@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from labctl.drivers.storage.base import StorageDriver
+from labctl.drivers.storage.powerstore import PowerStoreDriver
+from labctl.drivers.storage.sc import ScDriver
 from labctl.drivers.storage.unity import UnityDriver
 from labctl.errors import BadInputError
 from labctl.inventory.model import StorageArray, StorageKind
@@ -17,6 +19,8 @@ from labctl.inventory.model import StorageArray, StorageKind
 # kind -> constructor(array, *, timeout_s=...) of a driver that is not yet logged in
 DRIVERS: dict[StorageKind, Callable[..., StorageDriver]] = {
     StorageKind.UNITY: UnityDriver,
+    StorageKind.POWERSTORE: PowerStoreDriver,
+    StorageKind.SC: ScDriver,
 }
 
 

@@ -183,3 +183,34 @@ class CounterHistory:
             if j < i and abs(times[j] - (s.t - interval_s)) < 1e-6:
                 out.append((snaps[j], s))
         return out
+
+
+def combine(parts: list[VolumeRates], name: str, controller: str = "") -> VolumeRates:
+    """Several volumes as one (an appliance, a node, a controller): rates add up, latencies are
+    weighted by their I/O, queues add up."""
+    if not parts:
+        return VolumeRates(name, controller, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, None, None, 0.0)
+
+    def weighted(pick_lat, pick_n):  # type: ignore[no-untyped-def]
+        pairs = [(pick_lat(p), pick_n(p)) for p in parts if pick_lat(p) is not None and pick_n(p) > 0]
+        total = sum(n for _, n in pairs)
+        return sum(lat * n for lat, n in pairs) / total if total > 0 else None
+
+    return VolumeRates(
+        volume=name,
+        controller=controller,
+        start=min(p.start for p in parts),
+        end=max(p.end for p in parts),
+        reads_s=sum(p.reads_s for p in parts),
+        writes_s=sum(p.writes_s for p in parts),
+        read_bytes_s=sum(p.read_bytes_s for p in parts),
+        write_bytes_s=sum(p.write_bytes_s for p in parts),
+        read_latency_s=weighted(lambda p: p.read_latency_s, lambda p: p.reads_s),
+        write_latency_s=weighted(lambda p: p.write_latency_s, lambda p: p.writes_s),
+        queue=sum(p.queue for p in parts),
+    )
+
+
+def window_rates(a: Snapshot, b: Snapshot) -> dict[str, VolumeRates]:
+    """Every volume's rates between two snapshots, by volume name."""
+    return {name: rates(a.volumes[name], v, a.t, b.t) for name, v in b.volumes.items() if name in a.volumes}
