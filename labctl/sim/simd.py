@@ -56,6 +56,9 @@ BUILDERS: tuple[tuple[str, str], ...] = (
     ("wol", "labctl.sim.wol"),
     ("redfish", "labctl.sim.redfish"),
     ("unity", "labctl.sim.unity"),
+    ("powerstore", "labctl.sim.powerstore"),
+    ("sc", "labctl.sim.sc"),
+    ("equallogic", "labctl.sim.equallogic"),
     ("ssh", "labctl.sim.ssh"),
     ("ipmi", "labctl.sim.ipmi"),
 )

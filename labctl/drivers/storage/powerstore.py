@@ -258,7 +258,10 @@ class PowerStoreDriver(StorageDriver):
         for nid, node in self._nodes.items():
             samples = self._generate(NODE_ENTITY, nid)
             last = samples[-1] if samples else {}
-            ts = powerstore_time(str(last["timestamp"])) if last else time.time()
+            # a repeated sample stands for repeat_count periods: the newest ends that much later
+            repeats = int(last.get("repeat_count") or 1) if last else 1
+            step = INTERVALS_S[self.interval]
+            ts = powerstore_time(str(last["timestamp"])) + (repeats - 1) * step if last else time.time()
             healthy = state_by_slot.get(node.get("slot"), "Healthy") == "Healthy"
             iops = float(last.get("total_iops", 0.0)) if last else None
             out.append(
