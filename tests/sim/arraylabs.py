@@ -66,12 +66,19 @@ def storage_yaml(a: int, *, equallogic_url: str = "") -> str:
 
 
 def make_array_lab(
-    tmp_path: Path, *, faults: str = "", time_scale: float = 60.0, name: str = "arrays.yaml", equallogic_url: str = ""
+    tmp_path: Path,
+    *,
+    faults: str = "",
+    time_scale: float = 60.0,
+    name: str = "arrays.yaml",
+    equallogic_url: str = "",
 ) -> Path:
     path = make_test_lab(tmp_path, clients=2, faults=faults, time_scale=time_scale, name=name)
     text = path.read_text()
     a = int(text.split("subnet: 127.")[1].split(".")[0])
-    text = text.replace("\ngroups:\n", "\n" + storage_yaml(a, equallogic_url=equallogic_url) + "\ngroups:\n", 1)
+    text = text.replace(
+        "\ngroups:\n", "\n" + storage_yaml(a, equallogic_url=equallogic_url) + "\ngroups:\n", 1
+    )
     path.write_text(text)
     return path
 
@@ -123,7 +130,9 @@ def array_lab(
             )
             clk = clock or LabClock(scale=lab.time_scale)
             twin = (twin_factory or PlaceholderTwin)(lab, clk)
-            ctx = SimContext(lab, twin, FaultBook(lab.faults, clk), clk, tmp_path / f"state-{attempt}", secrets)
+            ctx = SimContext(
+                lab, twin, FaultBook(lab.faults, clk), clk, tmp_path / f"state-{attempt}", secrets
+            )
             servers = {}
             try:
                 for kind in kinds:

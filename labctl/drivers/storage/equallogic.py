@@ -317,6 +317,9 @@ class EqualLogicDriver(StorageDriver):
         )
         self._rates = RateTracker()
         self._tiers_prev = {}
+        # the baseline reading: the first read_metrics already has an interval to report
+        self._rates.feed(self.read_counters())
+        self.read_tiers()
         self._started = True
 
     def _ts(self, uptime: Any) -> float:

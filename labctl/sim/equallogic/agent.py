@@ -204,6 +204,11 @@ class EqualLogicAgent:
                     eng.close_dispatcher()
                 except Exception:
                     pass
+                pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+                for t in pending:
+                    t.cancel()
+                if pending:
+                    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
                 loop.close()
 
         self._thread = threading.Thread(target=run, name=f"sim-equallogic-{self.array.name}", daemon=True)
