@@ -71,14 +71,13 @@ def make_array_lab(
     faults: str = "",
     time_scale: float = 60.0,
     name: str = "arrays.yaml",
-    equallogic_url: str = "",
+    equallogic_query: str = "",
 ) -> Path:
     path = make_test_lab(tmp_path, clients=2, faults=faults, time_scale=time_scale, name=name)
     text = path.read_text()
     a = int(text.split("subnet: 127.")[1].split(".")[0])
-    text = text.replace(
-        "\ngroups:\n", "\n" + storage_yaml(a, equallogic_url=equallogic_url) + "\ngroups:\n", 1
-    )
+    eql = f"snmp://127.{a}.4.4:16100{equallogic_query}"
+    text = text.replace("\ngroups:\n", "\n" + storage_yaml(a, equallogic_url=eql) + "\ngroups:\n", 1)
     path.write_text(text)
     return path
 
@@ -119,13 +118,20 @@ def array_lab(
     twin_factory: Callable[..., Any] | None = None,
     clock: LabClock | None = None,
     secrets: dict[str, str] = SECRETS,
+    equallogic_query: str = "",
 ) -> Iterator[ArrayLab]:
     """The array simulators of ``kinds`` on a fresh test lab, started; stopped on exit."""
     started: list[Any] = []
     try:
         for attempt in range(4):  # another test run may hold this random 127.x block: take another
             lab = load_lab(
-                make_array_lab(tmp_path, faults=faults, time_scale=time_scale, name=f"arrays-{attempt}.yaml"),
+                make_array_lab(
+                    tmp_path,
+                    faults=faults,
+                    time_scale=time_scale,
+                    name=f"arrays-{attempt}.yaml",
+                    equallogic_query=equallogic_query,
+                ),
                 every_machine=True,
             )
             clk = clock or LabClock(scale=lab.time_scale)

@@ -153,7 +153,12 @@ class EqualLogicDriver(StorageDriver):
                     f"no SNMP answer within {self.timeout_s:g} s x {self.retries + 1} tries",
                     f"check the agent's address and {who}: an agent ignores a wrong one",
                 )
-            raise EqualLogicError(self.endpoint, action, text)
+            fix = (
+                f"check the SNMPv3 user {self.array.user!r} and passphrase {self.array.password}"
+                if self.version == "3"
+                else ""
+            )
+            raise EqualLogicError(self.endpoint, action, text, fix)
         if error_status:
             raise EqualLogicError(self.endpoint, action, f"SNMP error {error_status.prettyPrint()}")
 

@@ -115,11 +115,7 @@ class CounterHistory:
         tiers, ctrls = self.feed.tiers(), self.feed.controllers()
         with self._lock:
             if self._last is None:
-                # the array's history starts at the boundary before it was switched on
-                b0 = math.floor(now / self.step_s) * self.step_s
-                self._snaps.append(
-                    Snapshot(b0, {k: replace(v, lab_time_s=b0) for k, v in vols.items()}, tiers, ctrls)
-                )
+                # the history starts at the first boundary after the array was switched on
                 self._last = (now, vols)
                 return
             t_prev, prev = self._last
