@@ -115,8 +115,10 @@ class CounterHistory:
         tiers, ctrls = self.feed.tiers(), self.feed.controllers()
         with self._lock:
             if self._last is None:
-                # the history starts at the first boundary after the array was switched on
+                # the history starts at the first boundary the array saw: now, if it is one
                 self._last = (now, vols)
+                if abs(math.remainder(now, self.step_s)) < 1e-9:
+                    self._snaps.append(Snapshot(now, vols, tiers, ctrls))
                 return
             t_prev, prev = self._last
             b = (math.floor(t_prev / self.step_s) + 1) * self.step_s
