@@ -32,11 +32,9 @@ from labctl.drivers.storage.base import (
     ArrayInfo,
     ControllerMetrics,
     MetricBatch,
-    StorageDriver,
     VolumeMetrics,
 )
-from labctl.drivers.storage.rest import RestSession, StorageApiError
-from labctl.inventory.credentials import resolve_credential
+from labctl.drivers.storage.rest import RestDriver, RestSession, StorageApiError
 from labctl.inventory.model import StorageArray
 
 TOKEN_HEADER = "DELL-EMC-TOKEN"
@@ -108,7 +106,7 @@ def sample_metrics(volume: str, s: dict[str, Any], interval_s: float) -> list[Vo
     return out
 
 
-class PowerStoreDriver(StorageDriver):
+class PowerStoreDriver(RestDriver):
     def __init__(
         self,
         array: StorageArray,
@@ -140,46 +138,17 @@ class PowerStoreDriver(StorageDriver):
         self._newest: dict[str, float] = {}  # volume id -> newest sample end already returned
         self._started = False
 
-    @property
-    def logins(self) -> int:
-        return self.http.logins
-
     # --- session -------------------------------------------------------------------------------
-    def open(self) -> PowerStoreDriver:
-        with self.http.lock:
-            self.http.connect()
-            try:
-                self._login()
-            except BaseException:
-                self.http.drop()
-                raise
-            return self
-
     @property
     def is_open(self) -> bool:
         return self.http.connected and self.http.token is not None
 
     def _login(self) -> None:
-        password = resolve_credential(self.array.password, self.endpoint)
-        self.http.clear_cookies()
-        resp = self.http.send("GET", "/login_session", "log in", auth=(self.array.user, password))
-        if resp.status_code == 401:
-            raise self.http.refused("log in", resp)
-        if resp.status_code != 200:
-            raise self.http.status_error("log in", resp)
-        self.http.logins += 1
+        self.basic_login("GET", "/login_session")
 
-    def close(self) -> None:
-        with self.http.lock:
-            if not self.http.connected:
-                return
-            self.stop_metrics()
-            try:
-                if self.http.token:
-                    self.http.send("POST", "/logout", "log out")
-            except Exception:
-                pass
-            self.http.drop()
+    def _logout(self) -> None:
+        if self.http.token:
+            self.http.send("POST", "/logout", "log out")
 
     def _get(self, path: str, action: str, params: dict[str, str] | None = None) -> list[dict[str, Any]]:
         data = self.http.call("GET", path, action, params=params)

@@ -19,7 +19,9 @@ from typing import Any
 import requests
 
 from labctl.drivers.base import Backoff, TlsAdapter, parse_retry_after, requests_verify, tls_fix
+from labctl.drivers.storage.base import StorageDriver
 from labctl.errors import EndpointError, EndpointTimeout
+from labctl.inventory.credentials import resolve_credential
 from labctl.inventory.model import StorageArray
 
 
@@ -204,3 +206,60 @@ class RestSession:
             f"check the user and the credential {self.array.password}",
             status=resp.status_code,
         )
+
+
+class RestDriver(StorageDriver):
+    """What the REST backends' drivers share: open = connect and log in, the login count, close."""
+
+    http: RestSession
+
+    @property
+    def logins(self) -> int:
+        return self.http.logins
+
+    def open(self) -> RestDriver:
+        with self.http.lock:
+            self.http.connect()
+            try:
+                self._login()
+            except BaseException:
+                self.http.drop()
+                raise
+            return self
+
+    @property
+    def is_open(self) -> bool:
+        return self.http.connected and self.http.logins > 0
+
+    def _login(self) -> None:
+        """Log in once (each API its own way); raises on refusal."""
+        raise NotImplementedError
+
+    def basic_login(self, method: str, path: str, **kw: Any) -> requests.Response:
+        """A login exchange with basic auth: 401 is refused credentials, anything but 200 an error."""
+        password = resolve_credential(self.array.password, self.endpoint)
+        self.http.clear_cookies()
+        resp = self.http.send(method, path, "log in", auth=(self.array.user, password), **kw)
+        if resp.status_code == 401:
+            raise self.http.refused("log in", resp)
+        if resp.status_code != 200:
+            raise self.http.status_error("log in", resp)
+        self.http.logins += 1
+        return resp
+
+    def close(self) -> None:
+        with self.http.lock:
+            if not self.http.connected:
+                return
+            try:
+                self.stop_metrics()
+            except Exception:
+                pass
+            try:
+                self._logout()
+            except Exception:
+                pass
+            self.http.drop()
+
+    def _logout(self) -> None:
+        """End the session on the array (best effort)."""

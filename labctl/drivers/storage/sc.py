@@ -37,11 +37,9 @@ from labctl.drivers.storage.base import (
     ArrayInfo,
     ControllerMetrics,
     MetricBatch,
-    StorageDriver,
     VolumeMetrics,
 )
-from labctl.drivers.storage.rest import RestSession, StorageApiError
-from labctl.inventory.credentials import resolve_credential
+from labctl.drivers.storage.rest import RestDriver, RestSession, StorageApiError
 from labctl.inventory.model import StorageArray
 
 API_VERSION = "4.1"
@@ -102,7 +100,7 @@ def usage_metrics(volume: str, u: dict[str, Any], default_interval_s: float) -> 
     )
 
 
-class ScDriver(StorageDriver):
+class ScDriver(RestDriver):
     def __init__(
         self,
         array: StorageArray,
@@ -138,60 +136,31 @@ class ScDriver(StorageDriver):
         self._interval_s = 60.0
         self._started = False
 
-    @property
-    def logins(self) -> int:
-        return self.http.logins
-
     # --- session -------------------------------------------------------------------------------
-    def open(self) -> ScDriver:
-        with self.http.lock:
-            self.http.connect()
-            try:
-                self._login()
-            except BaseException:
-                self.http.drop()
-                raise
-            return self
-
     @property
     def is_open(self) -> bool:
         return self.http.connected and bool(self.connection)
 
     def _login(self) -> None:
-        password = resolve_credential(self.array.password, self.endpoint)
-        self.http.clear_cookies()
         payload = {"Application": "labctl", "ApplicationVersion": "1.0"}
-        resp = self.http.send(
-            "POST", "/ApiConnection/Login", "log in", auth=(self.array.user, password), json=payload
-        )
-        if resp.status_code == 400 and (m := VERSION_RANGE.search(error_message(resp))):
+        try:
+            resp = self.basic_login("POST", "/ApiConnection/Login", json=payload)
+        except ScError as exc:
+            m = VERSION_RANGE.search(str(exc)) if exc.status == 400 else None
+            if m is None:
+                raise
             # the Data Collector wants another API version: take its lowest and log in again
             self.api_version = m.group(1)
             self.http.headers["x-dell-api-version"] = self.api_version
             self.http.drop()
             self.http.connect()
-            resp = self.http.send(
-                "POST", "/ApiConnection/Login", "log in", auth=(self.array.user, password), json=payload
-            )
-        if resp.status_code == 401:
-            raise self.http.refused("log in", resp)
-        if resp.status_code != 200:
-            raise self.http.status_error("log in", resp)
+            resp = self.basic_login("POST", "/ApiConnection/Login", json=payload)
         data = self.http.json(resp, "log in")
         self.connection = data if isinstance(data, dict) else {}
-        self.http.logins += 1
 
-    def close(self) -> None:
-        with self.http.lock:
-            if not self.http.connected:
-                return
-            self.stop_metrics()
-            try:
-                self.http.send("POST", "/ApiConnection/Logout", "log out", json={})
-            except Exception:
-                pass
-            self.connection = {}
-            self.http.drop()
+    def _logout(self) -> None:
+        self.http.send("POST", "/ApiConnection/Logout", "log out", json={})
+        self.connection = {}
 
     def _get(self, path: str, action: str) -> Any:
         return self.http.call("GET", path, action)

@@ -29,10 +29,8 @@ from labctl.drivers.storage.base import (
     LunCounters,
     MetricBatch,
     RateTracker,
-    StorageDriver,
 )
-from labctl.drivers.storage.rest import RestSession, StorageApiError
-from labctl.inventory.credentials import resolve_credential
+from labctl.drivers.storage.rest import RestDriver, RestSession, StorageApiError
 from labctl.inventory.model import StorageArray
 
 LUN_PREFIX = "sp.*.storage.lun.*."
@@ -71,7 +69,7 @@ def error_message(resp: requests.Response) -> str:
 SP_FAILED_HEALTH = 20
 
 
-class UnityDriver(StorageDriver):
+class UnityDriver(RestDriver):
     def __init__(
         self,
         array: StorageArray,
@@ -101,51 +99,17 @@ class UnityDriver(StorageDriver):
         self._lun_names: dict[str, str] = {}
         self._rates = RateTracker()
 
-    @property
-    def logins(self) -> int:
-        return self.http.logins
-
     # --- session -------------------------------------------------------------------------------
-    def open(self) -> UnityDriver:
-        with self.http.lock:
-            self.http.connect()
-            try:
-                self._login()
-            except BaseException:
-                self.http.drop()
-                raise
-            return self
-
     @property
     def is_open(self) -> bool:
         return self.http.connected and self.http.token is not None
 
     def _login(self) -> None:
-        password = resolve_credential(self.array.password, self.endpoint)
-        self.http.clear_cookies()
-        resp = self.http.send(
-            "GET", "/api/types/loginSessionInfo/instances", "log in", auth=(self.array.user, password)
-        )
-        if resp.status_code == 401:
-            raise self.http.refused("log in", resp)
-        if resp.status_code != 200:
-            raise self.http.status_error("log in", resp)
-        self.http.logins += 1
+        self.basic_login("GET", "/api/types/loginSessionInfo/instances")
 
-    def close(self) -> None:
-        with self.http.lock:
-            if not self.http.connected:
-                return
-            try:
-                self.stop_metrics()
-            except Exception:
-                pass
-            try:
-                if self.http.token:
-                    self.http.send("POST", "/api/types/loginSessionInfo/action/logout", "log out", json={})
-            except Exception:
-                pass
-            self.http.drop()
+    def _logout(self) -> None:
+        if self.http.token:
+            self.http.send("POST", "/api/types/loginSessionInfo/action/logout", "log out", json={})
 
     def _get_json(self, path: str, action: str, params: dict[str, str] | None = None) -> dict[str, Any]:
         data = self.http.call("GET", path, action, params=params)
