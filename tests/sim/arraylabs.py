@@ -16,15 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from labctl.clock import LabClock
 from labctl.inventory import load_lab
-from labctl.inventory.credentials import SECRETS_FILE_VAR
 from labctl.inventory.model import Lab, StorageArray, Tls, TlsMode
 from labctl.sim.endpoint import PortInUseError, SimContext
 from labctl.sim.faults import FaultBook
 from labctl.sim.twin.placeholder import PlaceholderTwin
+from tests.drivers import simparts
 from tests.labfiles import make_test_lab
 
 SECRETS = {
@@ -83,10 +82,8 @@ def make_array_lab(
 
 
 def write_secrets(tmp_path: Path, mp: pytest.MonkeyPatch, secrets: dict[str, str] = SECRETS) -> Path:
-    path = tmp_path / "secrets.yaml"
-    path.write_text(yaml.safe_dump({k.split(":", 1)[1]: v for k, v in secrets.items()}))
-    mp.setenv(SECRETS_FILE_VAR, str(path))
-    return path
+    """A secrets file with the arrays' credentials, named by $LABCTL_SECRETS_FILE."""
+    return simparts.write_secrets(tmp_path, mp, secrets)
 
 
 @dataclass
