@@ -29,7 +29,6 @@ from labctl.drivers import typeperf as tp
 from labctl.drivers import vsphere_perf as perf
 from labctl.drivers.readings import Reading
 from labctl.drivers.ssh import SshStream
-from labctl.drivers.storage.base import RateTracker, array_totals
 from labctl.errors import EndpointError
 from labctl.inventory.model import Machine, MachineKind
 from labctl.lab.polling import EndpointPoller
@@ -245,14 +244,14 @@ class RedfishPowerSource(PolledSource[Machine]):
 
 
 class StorageSource(PolledSource[str]):
-    """LUN and array IOPS, MB/s, latency and I/O size, from an array's real-time counters."""
+    """Volume, tier and controller figures of one array (IOPS, MB/s, latency, I/O size, state),
+    normalised by its driver whatever the kind (:mod:`labctl.drivers.storage.base`)."""
 
     def __init__(self, session: LabSession, array: str, *, interval_s: float = 5.0):
         self.s = session
         self.array = array
         self.interval_s = interval_s
         self.name = f"storage:{array}"
-        self._tracker = RateTracker()
         self._started = False
 
     def _endpoints(self) -> Sequence[str]:
@@ -263,16 +262,8 @@ class StorageSource(PolledSource[str]):
         if not self._started:
             drv.start_metrics(self._poll_lab_s())
             self._started = True
-        deltas = self._tracker.feed(drv.read_counters())
-        readings: list[Reading] = []
-        by_ts: dict[float, list] = {}
-        for d in deltas:
-            readings.extend(d.readings(ep))
-            by_ts.setdefault(d.ts, []).append(d)
-        for group in by_ts.values():
-            readings.extend(array_totals(ep, group))
         kind = self.s.lab.storage[ep].kind.value
-        return to_samples(kind, readings)
+        return to_samples(kind, drv.read_metrics().readings(ep))
 
     def close(self) -> None:
         super().close()

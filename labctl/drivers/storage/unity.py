@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -23,10 +22,15 @@ from typing import Any
 
 import requests
 
-from labctl.drivers.base import Backoff, TlsAdapter, parse_retry_after, requests_verify, tls_fix
-from labctl.drivers.storage.base import ArrayInfo, LunCounters, StorageDriver
-from labctl.errors import EndpointError, EndpointTimeout
-from labctl.inventory.credentials import resolve_credential
+from labctl.drivers.base import Backoff
+from labctl.drivers.storage.base import (
+    ArrayInfo,
+    ControllerMetrics,
+    LunCounters,
+    MetricBatch,
+    RateTracker,
+)
+from labctl.drivers.storage.rest import RestDriver, RestSession, StorageApiError
 from labctl.inventory.model import StorageArray
 
 LUN_PREFIX = "sp.*.storage.lun.*."
@@ -40,10 +44,8 @@ COUNTER_PATHS = {
 CSRF_HEADER = "EMC-CSRF-TOKEN"
 
 
-class UnityError(EndpointError):
-    def __init__(self, endpoint: str, action: str, reason: str, fix: str = "", status: int | None = None):
-        super().__init__(endpoint, action, reason, fix)
-        self.status = status
+class UnityError(StorageApiError):
+    pass
 
 
 def unity_time(text: str) -> float:
@@ -62,7 +64,12 @@ def error_message(resp: requests.Response) -> str:
     return (resp.text or "")[:160]
 
 
-class UnityDriver(StorageDriver):
+# storageProcessor health.value (Unity's HealthEnum): 5 OK, 7 OK but minor, 10 degraded, 15 minor,
+# 20 major, 25 critical, 30 non-recoverable. A rebooting or failed SP reports 20 and above.
+SP_FAILED_HEALTH = 20
+
+
+class UnityDriver(RestDriver):
     def __init__(
         self,
         array: StorageArray,
@@ -73,192 +80,40 @@ class UnityDriver(StorageDriver):
     ):
         self.array = array
         self.timeout_s = timeout_s
-        self.backoff = backoff
-        self._sleep = sleep
-        self.base = array.url.rstrip("/")
-        self._session: requests.Session | None = None
-        self._csrf: str | None = None
-        self._lock = threading.RLock()
+        self.http = RestSession(
+            array,
+            self.endpoint,
+            array.url.rstrip("/"),
+            {"X-EMC-REST-CLIENT": "true", "Accept": "application/json", "Content-Type": "application/json"},
+            login=self._login,
+            error_message=error_message,
+            error_cls=UnityError,
+            token_header=CSRF_HEADER,
+            timeout_s=timeout_s,
+            backoff=backoff,
+            sleep=sleep,
+        )
         self._query_id: int | None = None
-        self._query_paths: tuple[str, ...] = ()
         self._query_interval: int = 5
         self._newest_ts = float("-inf")  # newest complete reading already returned
         self._lun_names: dict[str, str] = {}
-        self.logins = 0  # how many times we logged in (re-logins after expiry included)
+        self._rates = RateTracker()
 
     # --- session -------------------------------------------------------------------------------
-    def open(self) -> UnityDriver:
-        with self._lock:
-            if self._session is None:
-                s = requests.Session()
-                s.trust_env = False
-                s.mount("https://", TlsAdapter(self.array.tls, self.endpoint))
-                s.headers.update(
-                    {
-                        "X-EMC-REST-CLIENT": "true",
-                        "Accept": "application/json",
-                        "Content-Type": "application/json",
-                    }
-                )
-                self._session = s
-            try:
-                self._login()
-            except BaseException:
-                self._drop()
-                raise
-            return self
-
     @property
     def is_open(self) -> bool:
-        return self._session is not None and self._csrf is not None
+        return self.http.connected and self.http.token is not None
 
     def _login(self) -> None:
-        assert self._session is not None
-        password = resolve_credential(self.array.password, self.endpoint)
-        self._session.cookies.clear()
-        self._csrf = None
-        resp = self._send(
-            "GET",
-            "/api/types/loginSessionInfo/instances",
-            "log in",
-            auth=(self.array.user, password),
-        )
-        if resp.status_code == 401:
-            raise UnityError(
-                self.endpoint,
-                "log in",
-                f"credentials rejected for user {self.array.user!r} (401)",
-                f"check the user and the credential {self.array.password}",
-                status=401,
-            )
-        if resp.status_code != 200:
-            raise self._status_error("log in", resp)
-        self._csrf = resp.headers.get(CSRF_HEADER)
-        self.logins += 1
+        self.basic_login("GET", "/api/types/loginSessionInfo/instances")
 
-    def close(self) -> None:
-        with self._lock:
-            if self._session is None:
-                return
-            try:
-                self.stop_metrics()
-            except Exception:
-                pass
-            try:
-                if self._csrf:
-                    self._send("POST", "/api/types/loginSessionInfo/action/logout", "log out", json={})
-            except Exception:
-                pass
-            self._drop()
-
-    def _drop(self) -> None:
-        s, self._session = self._session, None
-        self._csrf = None
-        if s is not None:
-            s.close()
-
-    # --- requests ------------------------------------------------------------------------------
-    def _send(self, method: str, path: str, action: str, **kw: Any) -> requests.Response:
-        """One exchange with timeout, explicit TLS verification and 503 backoff."""
-        s = self._session
-        if s is None:
-            raise UnityError(self.endpoint, action, "not connected", "call open() first")
-        headers = dict(kw.pop("headers", {}) or {})
-        if method in ("POST", "DELETE") and self._csrf:
-            headers[CSRF_HEADER] = self._csrf
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                resp = s.request(
-                    method,
-                    self.base + path,
-                    headers=headers,
-                    timeout=self.timeout_s,
-                    verify=requests_verify(self.array.tls),
-                    allow_redirects=False,
-                    **kw,
-                )
-            except requests.exceptions.SSLError as exc:
-                raise UnityError(
-                    self.endpoint,
-                    action,
-                    f"TLS verification failed: {_short(exc)}",
-                    tls_fix(self.array.tls, "the array"),
-                ) from None
-            except requests.exceptions.Timeout:
-                raise EndpointTimeout(
-                    self.endpoint,
-                    action,
-                    f"no answer within {self.timeout_s:g} s",
-                    "check the array's management port",
-                ) from None
-            except requests.RequestException as exc:
-                raise UnityError(
-                    self.endpoint,
-                    action,
-                    f"cannot connect: {_short(exc)}",
-                    "check the array URL in the inventory and that its management service is up",
-                ) from None
-            if resp.status_code == 503 and attempt < self.backoff.attempts:
-                self._sleep(self.backoff.delay(attempt, parse_retry_after(resp.headers.get("Retry-After"))))
-                continue
-            token = resp.headers.get(CSRF_HEADER)
-            if token:
-                self._csrf = token  # the array may rotate it; the newest wins
-            return resp
-
-    def _request(self, method: str, path: str, action: str, **kw: Any) -> requests.Response:
-        """A request in the session; a 401 means the session or token expired: log in once more."""
-        with self._lock:
-            if self._session is None:
-                raise UnityError(self.endpoint, action, "not connected", "call open() first")
-            resp = self._send(method, path, action, **kw)
-            if resp.status_code == 401:
-                self._login()
-                resp = self._send(method, path, action, **kw)
-                if resp.status_code == 401:
-                    raise UnityError(
-                        self.endpoint,
-                        action,
-                        "the array rejected a fresh session (401)",
-                        f"check the credential {self.array.password}",
-                        status=401,
-                    )
-            if resp.status_code == 503:
-                raise UnityError(
-                    self.endpoint,
-                    action,
-                    f"service unavailable (503) after {self.backoff.attempts} attempts",
-                    "the array is busy; retry later",
-                    status=503,
-                )
-            return resp
+    def _logout(self) -> None:
+        if self.http.token:
+            self.http.send("POST", "/api/types/loginSessionInfo/action/logout", "log out", json={})
 
     def _get_json(self, path: str, action: str, params: dict[str, str] | None = None) -> dict[str, Any]:
-        resp = self._request("GET", path, action, params=params)
-        if resp.status_code != 200:
-            raise self._status_error(action, resp)
-        return self._json(resp, action)
-
-    def _json(self, resp: requests.Response, action: str) -> dict[str, Any]:
-        """The JSON object of a response; a body that is not JSON is an error naming the array."""
-        try:
-            data = resp.json()
-        except ValueError:
-            raise UnityError(
-                self.endpoint,
-                action,
-                f"HTTP {resp.status_code} with a body that is not JSON: {(resp.text or '')[:120]!r}",
-                "check that the URL points at the array's management REST API",
-                status=resp.status_code,
-            ) from None
+        data = self.http.call("GET", path, action, params=params)
         return data if isinstance(data, dict) else {}
-
-    def _status_error(self, action: str, resp: requests.Response) -> UnityError:
-        return UnityError(
-            self.endpoint, action, f"HTTP {resp.status_code}: {error_message(resp)}", status=resp.status_code
-        )
 
     # --- what the array is ----------------------------------------------------------------------
     def info(self) -> ArrayInfo:
@@ -292,7 +147,7 @@ class UnityDriver(StorageDriver):
         catalog = self.metric_catalog()
         return [p for p in COUNTER_PATHS if not (catalog.get(p) or {}).get("isRealtimeAvailable")]
 
-    def lun_names(self) -> dict[str, str]:
+    def volume_names(self) -> dict[str, str]:
         """LUN id (``sv_1``) -> name, as metric values are keyed by id."""
         data = self._get_json("/api/types/lun/instances", "list LUNs", {"fields": "id,name"})
         names = {}
@@ -303,37 +158,54 @@ class UnityDriver(StorageDriver):
         self._lun_names = names
         return names
 
+    def storage_processors(self) -> list[ControllerMetrics]:
+        """Each SP's state from its health (``storageProcessor`` instances), stamped with the array's time."""
+        data = self._get_json(
+            "/api/types/storageProcessor/instances", "list storage processors", {"fields": "id,name,health"}
+        )
+        ts = unity_time(str(data["updated"])) if data.get("updated") else time.time()
+        out = []
+        for e in data.get("entries") or []:
+            c = e.get("content", {})
+            health = (c.get("health") or {}).get("value", 0)
+            state = "failed" if int(health) >= SP_FAILED_HEALTH else "active"
+            out.append(ControllerMetrics(str(c.get("id", "")), ts, state))
+        return out
+
     # --- real-time metrics ----------------------------------------------------------------------
     def start_metrics(self, interval_s: float) -> None:
         action = "start a real-time metric query"
         if self._query_id is not None:
             return
         try:
-            self.lun_names()
+            self.volume_names()
         except UnityError:
             self._lun_names = {}
         interval = max(5, round(interval_s))  # Unity's real-time interval is at least 5 s
-        resp = self._request(
-            "POST",
-            "/api/types/metricRealTimeQuery/instances",
-            action,
-            json={"paths": list(COUNTER_PATHS), "interval": interval},
-        )
-        if resp.status_code not in (200, 201):
-            raise self._status_error(action, resp)
-        content = self._json(resp, action).get("content") or {}
-        if "id" not in content:
-            raise UnityError(
-                self.endpoint, action, "the array answered without a query id", status=resp.status_code
+        content = (
+            self.http.call(
+                "POST",
+                "/api/types/metricRealTimeQuery/instances",
+                action,
+                ok=(200, 201),
+                json={"paths": list(COUNTER_PATHS), "interval": interval},
             )
+            or {}
+        ).get("content") or {}
+        if "id" not in content:
+            raise UnityError(self.endpoint, action, "the array answered without a query id")
         self._query_id = int(content["id"])
-        self._query_paths = tuple(COUNTER_PATHS)
         self._query_interval = interval
         self._newest_ts = float("-inf")
 
     @property
     def query_id(self) -> int | None:
         return self._query_id
+
+    def read_metrics(self) -> MetricBatch:
+        """New intervals of every LUN, and the SPs' state (a failed SP's LUNs move to its peer)."""
+        volumes = tuple(self._rates.feed(self.read_counters()))
+        return MetricBatch(volumes=volumes, controllers=tuple(self.storage_processors()))
 
     def read_counters(self) -> list[LunCounters]:
         """Readings newer than the last call, one per LUN per timestamp (SPs summed)."""
@@ -342,7 +214,7 @@ class UnityDriver(StorageDriver):
                 self.endpoint, "read metrics", "no real-time query running", "call start_metrics()"
             )
         action = f"read metric query {self._query_id}"
-        resp = self._request(
+        resp = self.http.request(
             "GET",
             "/api/types/metricQueryResult/instances",
             action,
@@ -356,16 +228,19 @@ class UnityDriver(StorageDriver):
             self.start_metrics(self._query_interval)
             return []
         if resp.status_code != 200:
-            raise self._status_error(action, resp)
-        return self._parse_results(self._json(resp, action))
+            raise self.http.status_error(action, resp)
+        data = self.http.json(resp, action)
+        return self._parse_results(data if isinstance(data, dict) else {})
 
     def _parse_results(self, data: dict[str, Any]) -> list[LunCounters]:
         """Complete readings (every counter path present) newer than the newest already returned.
 
         Results stay on the array for a while, so a timestamp whose paths are not all in yet is
-        simply picked up by the next call.
+        simply picked up by the next call. The SP that counted I/O in the interval's reading is
+        the LUN's owner (its peer's counters stand still).
         """
         acc: dict[tuple[str, float], dict[str, float]] = {}  # (lun, ts) -> field -> sum over SPs
+        owner: dict[tuple[str, float], tuple[float, str]] = {}
         for e in data.get("entries") or []:
             c = e.get("content", {})
             field = COUNTER_PATHS.get(str(c.get("path")))
@@ -374,7 +249,7 @@ class UnityDriver(StorageDriver):
             ts = unity_time(str(c["timestamp"]))
             if ts <= self._newest_ts:
                 continue
-            for _sp, per_lun in (c.get("values") or {}).items():
+            for sp, per_lun in (c.get("values") or {}).items():
                 if not isinstance(per_lun, dict):
                     continue
                 for lun_id, raw in per_lun.items():
@@ -385,6 +260,8 @@ class UnityDriver(StorageDriver):
                     lun = self._lun_names.get(str(lun_id), str(lun_id))
                     row = acc.setdefault((lun, ts), {})
                     row[field] = row.get(field, 0.0) + v
+                    if field == "reads" and v >= owner.get((lun, ts), (-1.0, ""))[0]:
+                        owner[(lun, ts)] = (v, str(sp))
         out = []
         for (lun, ts), f in sorted(acc.items(), key=lambda kv: kv[0][1]):
             if len(f) < len(COUNTER_PATHS):
@@ -398,6 +275,7 @@ class UnityDriver(StorageDriver):
                     f["read_blocks"],
                     f["write_blocks"],
                     f["total_io_time_us"],
+                    controller=owner.get((lun, ts), (0.0, None))[1],
                 )
             )
         if out:
@@ -406,17 +284,11 @@ class UnityDriver(StorageDriver):
 
     def stop_metrics(self) -> None:
         qid, self._query_id = self._query_id, None
-        if qid is None or self._session is None:
+        if qid is None or not self.http.connected:
             return
-        resp = self._request(
-            "DELETE", f"/api/instances/metricRealTimeQuery/{qid}", f"delete metric query {qid}"
+        self.http.call(
+            "DELETE",
+            f"/api/instances/metricRealTimeQuery/{qid}",
+            f"delete metric query {qid}",
+            ok=(200, 204, 404),
         )
-        if resp.status_code not in (200, 204, 404):
-            raise self._status_error(f"delete metric query {qid}", resp)
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc)
-    if "Caused by" in text:
-        text = text.split("Caused by", 1)[1].strip(" ()")
-    return text[:200]

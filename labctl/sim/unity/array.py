@@ -8,12 +8,18 @@ The wire protocol follows the real array:
 - collections answer ``{"@base", "updated", "links", "entries": [{"content": {...}}]}`` with only
   ``id`` and the attributes named in ``fields=``; ``compact=true`` leaves out the per-entry links;
 - a real-time metric query (``POST /api/types/metricRealTimeQuery/instances``) samples the lab
-  twin's raw cumulative LUN counters when it is created and then on every interval boundary
-  (lab time a multiple of ``interval``, so timestamps are round as on the array);
-  ``metricQueryResult`` answers the samples of the last ``RESULT_RETENTION_S`` lab seconds, values
-  per SP, keyed by LUN id, as strings. A sampler that was starved still has a sample at every
-  boundary it missed, from the counters interpolated between the twin readings around it
-  (:mod:`labctl.sim.catchup`), and a result request first catches up on any boundary due.
+  twin's cumulative volume counters (:class:`~labctl.sim.arrays.feed.ArrayFeed`) when it is created
+  and then on every interval boundary (lab time a multiple of ``interval``, so timestamps are round
+  as on the array); ``metricQueryResult`` answers the samples of the last ``RESULT_RETENTION_S``
+  lab seconds, values per SP, keyed by LUN id, as strings. A sampler that was starved still has a
+  sample at every boundary it missed, from the counters interpolated between the twin readings
+  around it (:mod:`labctl.sim.catchup`), and a result request first catches up on any boundary
+  due. Each SP counts the I/O it served: what a LUN did between two readings is added
+  to the SP that owns it then (after a failover its peer's counters grow). ``totalIoTime`` is the
+  LUN's outstanding-I/O integral in microseconds, which by Little's law is its summed response
+  time: a client's latency is delta(totalIoTime) / delta(reads + writes);
+- ``storageProcessor`` instances answer each SP's health: OK (5) while it serves, major (20) after
+  the twin failed it (fault ``array_controller_failover``).
 
 Fault ``storage_token_expiry``: a session lives ``after_s`` lab seconds (``DEFAULT_TOKEN_LIFETIME_S``
 when 0); the first request after that answers 401 and clears the cookie; a new login works.
@@ -27,23 +33,21 @@ import itertools
 import logging
 import math
 import re
-import secrets
 import threading
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from labctl.errors import MissingCredentialError
-from labctl.inventory.faults import FaultKind
 from labctl.inventory.model import StorageArray
+from labctl.sim.arrays.feed import ArrayFeed
+from labctl.sim.arrays.sessions import Outcome, Session, SessionBook
 from labctl.sim.catchup import boundaries, fraction, interpolate
 from labctl.sim.endpoint import SimContext
 from labctl.sim.http import (
     Request,
     Response,
     SimHttpsServer,
-    credentials_match,
     empty_response,
     json_response,
     parse_host_port,
@@ -69,6 +73,8 @@ API_VERSION = "10.0"
 POOL_SIZE_B = 10 * 2**40
 LUN_SIZE_B = 2 * 2**40
 SPS = ("spa", "spb")
+BLOCK_BYTES = 512.0
+HEALTH_OK, HEALTH_MAJOR = 5, 20  # Unity HealthEnum values
 
 _FILTER_TERM = re.compile(
     r'^\s*([A-Za-z_][\w.]*)\s+(eq|ne|lt|le|gt|ge|lk)\s+("(?:[^"\\]|\\.)*"|\S+)\s*$', re.I
@@ -77,15 +83,6 @@ _FILTER_TERM = re.compile(
 
 class _BadRequest(Exception):
     pass
-
-
-@dataclass
-class _Session:
-    cookie: str
-    csrf: str
-    user: str
-    created_lab_s: float
-    last_used_lab_s: float
 
 
 Sampled = dict[str, dict[str, dict[str, str]]]  # path -> sp -> lun id -> value
@@ -211,19 +208,21 @@ class UnityArray(SimHttpsServer):
 
     server_header = "Apache"
 
-    def __init__(self, ctx: SimContext, array: StorageArray):
+    def __init__(self, ctx: SimContext, array: StorageArray, twin_array: str | None = None):
         host, port = parse_host_port(array.url)
         super().__init__(ctx, kind="unity", name=array.name, host=host, port=port)
         self.array = array
-        password = ctx.credential(array.password)
-        if password is None:
-            raise MissingCredentialError(
-                array.password, f"simulated array {array.name}", "the simulator has no value for it"
-            )
+        self.feed = ArrayFeed(ctx, array, twin_array)
+        hw = self.feed.hardware
+        self.model = hw.model if hw is not None and hw.model.startswith("Unity") else MODEL
+        # per LUN: the last volume reading and what each SP has counted (reads, writes, blocks, io time)
+        self._seen: dict[str, tuple[float, ...]] = {}
+        self._per_sp: dict[str, dict[str, list[float]]] = {}
         self._user = array.user
-        self._password = password
+        self.sessions = SessionBook(
+            ctx, array, COOKIE, idle_timeout_s=IDLE_TIMEOUT_S, default_lifetime_s=DEFAULT_TOKEN_LIFETIME_S
+        )
         self._lock = threading.RLock()
-        self._sessions: dict[str, _Session] = {}
         self._queries: dict[int, _Query] = {}
         self._query_ids = itertools.count(1)
         self._wake = threading.Event()
@@ -248,7 +247,28 @@ class UnityArray(SimHttpsServer):
 
     # --- real-time query sampling ----------------------------------------------------------------
     def _read_counters(self) -> tuple[LunCounters, ...]:
-        return tuple(self.ctx.twin.lun_counters(self.array.name))
+        """Each SP's cumulative counters: every LUN's new I/O goes to the SP that owns it now."""
+        vols = self.feed.volumes()
+        sps = dict(zip(self.feed.controller_names, SPS, strict=False))
+        out = []
+        with self._lock:
+            for v in vols:
+                cur = (
+                    v.reads,
+                    v.writes,
+                    v.bytes_read / BLOCK_BYTES,
+                    v.bytes_written / BLOCK_BYTES,
+                    v.queue_integral * 1e6,
+                )
+                prev = self._seen.get(v.volume, (0.0,) * len(cur))
+                self._seen[v.volume] = cur
+                acc = self._per_sp.setdefault(v.volume, {sp: [0.0] * len(cur) for sp in SPS})
+                owner = acc.setdefault(sps.get(v.controller, v.controller), [0.0] * len(cur))
+                for k, (a, b) in enumerate(zip(prev, cur, strict=True)):
+                    owner[k] += max(0.0, b - a)
+                for sp, c in acc.items():
+                    out.append(LunCounters(v.volume, sp, *c))
+        return tuple(out)
 
     def _read_counters_or_none(self) -> tuple[LunCounters, ...] | None:
         try:
@@ -367,39 +387,16 @@ class UnityArray(SimHttpsServer):
         }
 
     # --- sessions --------------------------------------------------------------------------------
-    def _token_lifetime(self) -> float | None:
-        spec = self.ctx.faults.spec(FaultKind.STORAGE_TOKEN_EXPIRY, self.array.name)
-        if spec is None:
-            return None
-        return spec.after_s or DEFAULT_TOKEN_LIFETIME_S
-
-    def _clear_cookie(self) -> tuple[str, str]:
-        return ("Set-Cookie", f"{COOKIE}=; Path=/; Max-Age=0; Secure; HttpOnly")
-
-    def _session_for(self, req: Request) -> tuple[_Session | None, Response | None, bool]:
+    def _session_for(self, req: Request) -> tuple[Session | None, Response | None, bool]:
         """(session, error response, new login)."""
-        now = self._now()
-        cookie = req.cookies.get(COOKIE)
-        with self._lock:
-            for sid in [
-                s.cookie for s in self._sessions.values() if now - s.last_used_lab_s > IDLE_TIMEOUT_S
-            ]:
-                del self._sessions[sid]
-            s = self._sessions.get(cookie) if cookie else None
-            if s is not None:
-                lifetime = self._token_lifetime()
-                if lifetime is not None and now - s.created_lab_s >= lifetime:
-                    del self._sessions[s.cookie]
-                    log.info("unity %s: session expired (fault storage_token_expiry)", self.array.name)
-                    return (
-                        None,
-                        self._error(401, cat.E_SESSION_EXPIRED, headers=[self._clear_cookie()]),
-                        False,
-                    )
-                s.last_used_lab_s = now
-                return s, None, False
-        basic = req.basic_auth()
-        if basic is None or not credentials_match(*basic, self._user, self._password):
+        s, outcome = self.sessions.resolve(req)
+        if outcome is Outcome.EXPIRED:
+            return (
+                None,
+                self._error(401, cat.E_SESSION_EXPIRED, headers=[self.sessions.clear_cookie()]),
+                False,
+            )
+        if s is None:
             return (
                 None,
                 self._error(
@@ -407,14 +404,10 @@ class UnityArray(SimHttpsServer):
                 ),
                 False,
             )
-        s = _Session(secrets.token_urlsafe(24), secrets.token_urlsafe(24), self._user, now, now)
-        with self._lock:
-            self._sessions[s.cookie] = s
-        return s, None, True
+        return s, None, outcome is Outcome.NEW
 
     def active_sessions(self) -> int:
-        with self._lock:
-            return len(self._sessions)
+        return self.sessions.count()
 
     def active_queries(self) -> int:
         with self._lock:
@@ -443,7 +436,7 @@ class UnityArray(SimHttpsServer):
             return err
         headers: list[tuple[str, str]] = []
         if new_login:
-            headers.append(("Set-Cookie", f"{COOKIE}={session.cookie}; Path=/; Secure; HttpOnly"))
+            headers.append(self.sessions.set_cookie(session))
         if method in ("POST", "DELETE", "PUT"):
             sent = req.header(CSRF_HEADER) or ""
             if not hmac.compare_digest(sent.encode(), session.csrf.encode()):
@@ -457,22 +450,21 @@ class UnityArray(SimHttpsServer):
         resp.headers.extend(headers)
         return resp
 
-    def _route(self, req: Request, method: str, path: str, session: _Session) -> Response:
+    def _route(self, req: Request, method: str, path: str, session: Session) -> Response:
         parts = path.split("/")
         # /api/types/<type>/instances, /api/types/<type>/action/<name>, /api/instances/<type>/<id>
         if len(parts) == 5 and parts[:2] == ["", "api"] and parts[2] == "types" and parts[4] == "instances":
             return self._types(req, method, parts[3], session)
         if len(parts) == 6 and parts[:3] == ["", "api", "types"] and parts[4] == "action":
             if method == "POST" and parts[3] == "loginSessionInfo" and parts[5] == "logout":
-                with self._lock:
-                    self._sessions.pop(session.cookie, None)
-                return json_response(200, {"logoutOK": "true"}, [self._clear_cookie()])
+                self.sessions.end(session)
+                return json_response(200, {"logoutOK": "true"}, [self.sessions.clear_cookie()])
             return self._error(404, cat.E_NOT_FOUND)
         if len(parts) == 5 and parts[:3] == ["", "api", "instances"]:
             return self._instances(req, method, parts[3], parts[4], session)
         return self._error(404, cat.E_NOT_FOUND)
 
-    def _types(self, req: Request, method: str, type_name: str, session: _Session) -> Response:
+    def _types(self, req: Request, method: str, type_name: str, session: Session) -> Response:
         if type_name == "metricRealTimeQuery" and method == "POST":
             return self._create_query(req)
         getters = {
@@ -483,6 +475,7 @@ class UnityArray(SimHttpsServer):
             "lun": self._luns,
             "metric": lambda: [m.content() for m in cat.METRICS],
             "metricRealTimeQuery": self._query_objs,
+            "storageProcessor": self._storage_processors,
         }
         if type_name == "metricQueryResult":
             if method != "GET":
@@ -496,9 +489,7 @@ class UnityArray(SimHttpsServer):
         all_fields = type_name in ("metricRealTimeQuery", "loginSessionInfo")
         return json_response(200, self._collection(req, getter(), all_fields=all_fields))
 
-    def _instances(
-        self, req: Request, method: str, type_name: str, ident: str, session: _Session
-    ) -> Response:
+    def _instances(self, req: Request, method: str, type_name: str, ident: str, session: Session) -> Response:
         if type_name == "metricRealTimeQuery":
             try:
                 qid = int(ident)
@@ -522,6 +513,7 @@ class UnityArray(SimHttpsServer):
             "metric": lambda: [m.content() for m in cat.METRICS],
             "loginSessionInfo": lambda: [self._login_info(session)],
             "user": lambda: [self._user_obj()],
+            "storageProcessor": self._storage_processors,
         }.get(type_name)
         if objects is None:
             return self._error(404, cat.E_NOT_FOUND)
@@ -541,7 +533,7 @@ class UnityArray(SimHttpsServer):
     def _basic_system_info(self) -> dict[str, Any]:
         return {
             "id": "0",
-            "model": MODEL,
+            "model": self.model,
             "name": self.serial,
             "softwareVersion": SOFTWARE_VERSION,
             "apiVersion": API_VERSION,
@@ -552,12 +544,38 @@ class UnityArray(SimHttpsServer):
         return {
             "id": "0",
             "name": self.array.name,
-            "model": MODEL,
+            "model": self.model,
             "serialNumber": self.serial,
             "health": self._health("ALRT_SYSTEM_OK", "The system is operating normally."),
         }
 
-    def _login_info(self, s: _Session) -> dict[str, Any]:
+    def _storage_processors(self) -> list[dict[str, Any]]:
+        """Each SP with its health: a failed SP (the twin's controller state) is major, 20."""
+        states = {c.controller: c.state for c in self.feed.controllers()}
+        sps = dict(zip(self.feed.controller_names, SPS, strict=False))
+        out = []
+        for name, sp in sps.items():
+            failed = states.get(name) == "failed"
+            health = (
+                self._health("ALRT_SP_FAULT", "The storage processor has faulted. Contact support.")
+                if failed
+                else self._health("ALRT_COMPONENT_OK", "The component is operating normally.")
+            )
+            health["value"] = HEALTH_MAJOR if failed else HEALTH_OK
+            out.append(
+                {
+                    "id": sp,
+                    "name": f"SP {sp[-1].upper()}",
+                    "health": health,
+                    "model": f"{self.model} SP",
+                    "isRescueMode": False,
+                    "needsReplacement": failed,
+                    "memorySize": int((self.feed.hardware.cache_gb if self.feed.hardware else 48) * 1024),
+                }
+            )
+        return out
+
+    def _login_info(self, s: Session) -> dict[str, Any]:
         return {
             "id": s.user,
             "domain": "Local",
