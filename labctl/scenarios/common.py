@@ -168,7 +168,8 @@ def healthy(
     for name, why in excluded.items():
         lab.timeline.append("quarantine.excluded", name, reason=why)
     return usable, {
-        n: ClientOutcome(name=n, role="excluded", outcome="excluded", detail=why) for n, why in excluded.items()
+        n: ClientOutcome(name=n, role="excluded", outcome="excluded", detail=why)
+        for n, why in excluded.items()
     }
 
 

@@ -262,9 +262,13 @@ class BootStorm(Kind):
             upto = [c for c in group if (c.group_size or 0) <= (best.group_size or 0)]
             boot = max((v for c in upto for v in c.summary.values("boot_time_s", ROLE)), default=None)
             retries = max((v for c in upto for v in c.summary.values("retries", ROLE)), default=None)
+            tries = (
+                "without a session retry"
+                if not retries
+                else f"with at most {with_unit(retries, 'retries', 0)} each"
+            )
             sentence = (
-                f"{clients(best.group_size)} woken at once boot within {with_unit(boot, 's')} with at most "
-                f"{with_unit(retries, 'retries', 0)} each {on}"
+                f"{clients(best.group_size)} woken at once boot within {with_unit(boot, 's')} {tries} {on}"
             )
             queues = [q for c in upto if (q := queue_criterion(c)) is not None and q.observed is not None]
             if queues:
@@ -272,7 +276,7 @@ class BootStorm(Kind):
                 limit = band_text(q.pass_band, q.unit, expression=False).removeprefix("≤ ")
                 expr = words(q.pass_band.max_expr) if q.pass_band is not None and q.pass_band.max_expr else ""
                 sentence += (
-                    f"; the write-cache disk queue averages at most {with_unit(q.observed, q.unit)} "
+                    f"; the write-cache disk queue averages at most {with_unit(q.observed, q.unit, 2)} "
                     f"(limit {limit}" + (f": {expr})" if expr else ")")
                 )
             marginal = sorted(
