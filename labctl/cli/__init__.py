@@ -32,6 +32,7 @@ def _register() -> None:
     from labctl.cli import check_cmd, compare_cmd, inventory_cmd, power_cmd, report_cmd, run_cmd, sim_cmd
     from labctl.cli.agent_cmd import agent, agents
     from labctl.cli.baseline_cmd import baseline
+    from labctl.cli.certify_cmd import certify
     from labctl.cli.lease_cmd import lease
     from labctl.cli.nightly_cmd import nightly
     from labctl.cli.quarantine_cmd import quarantine
@@ -51,6 +52,7 @@ def _register() -> None:
         agents,
         quarantine,
         size,
+        certify,
         runs,
         baseline,
         nightly,

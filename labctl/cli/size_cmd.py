@@ -279,6 +279,13 @@ def headroom_cmd(array_capacity_gb: str, used_gb: str, required_share: str) -> A
 
 
 @size.command("measured")
+@click.option(
+    "--run",
+    "run",
+    metavar="RUN",
+    help="A run folder or run id (in LABCTL_RESULTS or results/): the phases and the array's figures "
+    "come from its passing cells; options given as well override them.",
+)
 @_number("--desktops", "Desktops to size for.", required=True)
 @_number("--boot-iops-per-desktop", "Measured host IOPS per desktop while booting.")
 @_number("--boot-write-share", "Measured write share while booting.")
@@ -286,9 +293,9 @@ def headroom_cmd(array_capacity_gb: str, used_gb: str, required_share: str) -> A
 @_number("--login-write-share", "Measured write share in the login storm.")
 @_number("--steady-iops-per-desktop", "Measured host IOPS per desktop in steady state.")
 @_number("--steady-write-share", "Measured write share in steady state.")
-@_number("--array-iops", "Host IOPS one array sustained within the criteria.", required=True)
-@_number("--array-write-share", "Write share while it did.", required=True)
-@_raid
+@_number("--array-iops", "Host IOPS one array sustained within the criteria (or --run).")
+@_number("--array-write-share", "Write share while it did (or --run).")
+@_number("--raid", "RAID level of the array: 0, 1, 5, 6, 10, 50 or 60 (or --run).")
 @_number("--desktops-per-array-by-capacity", "From `labctl size capacity`: arrays = max(IOPS, capacity).")
 @_drive
 @_per_drive
@@ -296,6 +303,7 @@ def headroom_cmd(array_capacity_gb: str, used_gb: str, required_share: str) -> A
 @_number("--preboot-share", "Share of desktops booted before the storm.", default="0%")
 @_calculator
 def measured_cmd(
+    run: str | None,
     desktops: str,
     boot_iops_per_desktop: str | None,
     boot_write_share: str | None,
@@ -303,9 +311,9 @@ def measured_cmd(
     login_write_share: str | None,
     steady_iops_per_desktop: str | None,
     steady_write_share: str | None,
-    array_iops: str,
-    array_write_share: str,
-    raid: str,
+    array_iops: str | None,
+    array_write_share: str | None,
+    raid: str | None,
     desktops_per_array_by_capacity: str | None,
     drive_type: str | None,
     iops_per_drive: str | None,
@@ -328,15 +336,21 @@ def measured_cmd(
       labctl size measured --desktops 1270 --steady-iops-per-desktop 50/7 \\
           --steady-write-share 99.8% --boot-iops-per-desktop 1000/63 --boot-write-share 87% \\
           --array-iops 10000 --array-write-share 87% --raid 10 --drive-type ssd
+
+    \b
+    From a run (boot IOPS per client and the write-cache set's figures of a 2007 boot storm;
+    see labctl/sizing/from_run.py for what each kind of run gives):
+      labctl size measured --run 20261124-051008-boot_storm-275d --desktops 100 --drive-type 10k
     """
-    from labctl.sizing import ArrayCapability, MeasuredProfile, Phase, PhaseLoad, size_from_measurements
+    from labctl.sizing import MeasuredProfile, Phase, PhaseLoad, size_from_measurements
 
     given = {
         Phase.BOOT: (boot_iops_per_desktop, boot_write_share),
         Phase.LOGIN: (login_iops_per_desktop, login_write_share),
         Phase.STEADY: (steady_iops_per_desktop, steady_write_share),
     }
-    phases = {}
+    measured = _run_profile(run) if run is not None else None
+    phases = dict(measured.phases) if measured is not None else {}
     for phase, (iops, write) in given.items():
         if iops is None and write is None:
             continue
@@ -350,7 +364,12 @@ def measured_cmd(
         raise BadInputError(
             "no phase given (give e.g. --steady-iops-per-desktop 7.3 --steady-write-share 99.8%, and boot/login)"
         )
-    profile = MeasuredProfile(phases, ArrayCapability.of(array_iops, array_write_share, raid), "command line")
+    array = _array(measured, array_iops, array_write_share, raid)
+    typed = _given_any(array_iops, array_write_share, raid, *(x for pair in given.values() for x in pair))
+    source = "command line"
+    if measured is not None:
+        source = measured.source + (" and command line" if typed else "")
+    profile = MeasuredProfile(phases, array, source)
     return size_from_measurements(
         profile,
         desktops,
@@ -359,6 +378,42 @@ def measured_cmd(
         drive_raid=drive_raid,
         preboot_share=preboot_share,
         desktops_per_array_by_capacity=desktops_per_array_by_capacity,
+    )
+
+
+def _given_any(*values: str | None) -> bool:
+    return any(v is not None for v in values)
+
+
+def _run_profile(run: str) -> Any:
+    """The measured profile of RUN (a folder, or a run id in the results folder)."""
+    from labctl.cli.common import resolve_results_dir
+    from labctl.report.build import resolve_run
+    from labctl.sizing.from_run import measured_profile
+
+    return measured_profile(resolve_run(run, resolve_results_dir(None)))
+
+
+def _array(measured: Any, iops: str | None, write_share: str | None, raid: str | None) -> Any:
+    """The array's capability: the options given, the rest from the run."""
+    from labctl.sizing import ArrayCapability
+
+    if measured is None:
+        missing = [
+            n
+            for n, v in (("--array-iops", iops), ("--array-write-share", write_share), ("--raid", raid))
+            if v is None
+        ]
+        if missing:
+            raise BadInputError(
+                f"{', '.join(missing)} not given (give the array's measured figures, or --run RUN)"
+            )
+        return ArrayCapability.of(iops or "", write_share or "", raid or "")
+    a = measured.array
+    return ArrayCapability.of(
+        iops if iops is not None else a.iops,
+        write_share if write_share is not None else a.write_share,
+        raid if raid is not None else a.raid,
     )
 
 

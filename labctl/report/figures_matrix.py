@@ -81,7 +81,8 @@ def _boxes(cells: Sequence[CellView]) -> tuple[list[str], list[Boxes]]:
     return [_split_text(s) for s in splits], boxes
 
 
-def _experience(cells: Sequence[CellView]) -> list[Fig]:
+def experience_figs(cells: Sequence[CellView]) -> list[Fig]:
+    """The client-experience charts of one configuration's matrix (boot time, retries, copy time)."""
     hatch = " Hatched: a cell that did not measure a whole window (see the table)."
     whisk = " Bars: the mean per client; whiskers from the fastest to the slowest client."
     out = []
@@ -142,31 +143,40 @@ def sections(cells: Sequence[CellView]) -> list[Section]:
                 f"Copy/reboot matrix{suffix}: client experience",
                 "All clients booted and the storm passed; then one group copies a 512 MB file along a copy "
                 "path while the other group reboots.",
-                _experience(group),
+                experience_figs(group),
             )
         )
         by_split: dict[tuple[int, int], list[CellView]] = defaultdict(list)
         for c in group:
             by_split[c.split].append(c)
-        for split, split_cells in sorted(by_split.items()):
-            split_cells.sort(key=lambda c: path_order(c.copy_path or ""))
-            labelled = [(copy_path_label(c.copy_path or "copy"), c) for c in split_cells]
-            colors = [path_color(c.copy_path or "", i) for i, c in enumerate(split_cells)]
-            for server in servers(split_cells):
-                out.append(
-                    Section(
-                        f"Copy/reboot {split[0]} copy / {split[1]} reboot{suffix}: {server.title}",
-                        "One line per copy path (figures 11 to 14); time zero is the start of the copies "
-                        "and reboots, and each line ends with its cell's window.",
-                        counter_figs(
-                            server.name,
-                            labelled,
-                            legend_title="copy path",
-                            xlabel="seconds since copies and reboots started",
-                            caption_tail=f"; {split[0]} copiers, {split[1]} rebooters.",
-                            colors=colors,
-                        ),
-                        level=3,
-                    )
-                )
+        for _, split_cells in sorted(by_split.items()):
+            out += split_sections(split_cells, suffix)
     return out
+
+
+def split_sections(split_cells: Sequence[CellView], suffix: str = "") -> list[Section]:
+    """Each server's counters over time for the cells of one copiers/rebooters split, one line per
+    copy path (``suffix`` names the configuration in the titles)."""
+    cells = sorted(split_cells, key=lambda c: path_order(c.copy_path or ""))
+    if not cells:
+        return []
+    split = cells[0].split
+    labelled = [(copy_path_label(c.copy_path or "copy"), c) for c in cells]
+    colors = [path_color(c.copy_path or "", i) for i, c in enumerate(cells)]
+    return [
+        Section(
+            f"Copy/reboot {split[0]} copy / {split[1]} reboot{suffix}: {server.title}",
+            "One line per copy path (figures 11 to 14); time zero is the start of the copies "
+            "and reboots, and each line ends with its cell's window.",
+            counter_figs(
+                server.name,
+                labelled,
+                legend_title="copy path",
+                xlabel="seconds since copies and reboots started",
+                caption_tail=f"; {split[0]} copiers, {split[1]} rebooters.",
+                colors=colors,
+            ),
+            level=3,
+        )
+        for server in servers(cells)
+    ]
