@@ -145,8 +145,9 @@ def verdict(inputs: Inputs) -> Verdict:
     if seen:
         return Verdict(
             Status.OBSERVATIONS,
-            f"Certified with observations: every cell passed; {len(seen)} result(s) were outside their pass "
-            "band but inside the marginal band.",
+            "Certified with observations: every cell passed; "
+            + ("1 result was outside its" if len(seen) == 1 else f"{len(seen)} results were outside their")
+            + " pass band but inside the marginal band.",
             (),
             tuple(seen),
         )
