@@ -221,3 +221,41 @@ def test_cli_exit_code_says_not_certified(
         in capsys.readouterr().out
     )
     assert (tmp_path / "bad" / "certification.html").is_file()  # written all the same
+
+
+def test_server_sections_only_for_the_configuration_under_test_and_no_empty_charts() -> None:
+    """The figures page shows every sampled machine (a vCenter's hosts in the 2007 lab too); the
+    certification shows the configuration under test, and a chart with nothing recorded as a sentence."""
+    from labctl.report.certify.figures import sections_as_blocks, server_title
+    from labctl.report.certify.model import Figure, Text
+    from labctl.report.timelines import Fig
+    from labctl.report.timelines import Section as FigSection
+
+    def chart(what: str, server: str, recorded: bool) -> Fig:
+        caption = f"{what} of {server}, %." if recorded else f"{what} of {server}: not recorded in this run."
+        return Fig("<svg/>", caption)
+
+    pages = [
+        FigSection("Boot storm: client experience", "Boot time.", [chart("Boot time", "clients", True)]),
+        FigSection(
+            "Boot storm: pvs-01 (streaming server), standalone",
+            "Counters.",
+            [chart("CPU utilisation", "pvs-01", True), chart("Used memory", "pvs-01", False)],
+        ),
+        FigSection(
+            "Boot storm: esx-vdi-01, standalone", "Counters.", [chart("CPU utilisation", "esx-vdi-01", True)]
+        ),
+        FigSection(
+            "Boot storm: nas-01, standalone", "Counters.", [chart("CPU utilisation", "nas-01", False)]
+        ),
+    ]
+    shown = sections_as_blocks(pages, server_title("Boot storm: "), {"pvs-01", "infra-01", "nas-01"})
+    assert [s.title for s in shown] == [
+        "Client experience",
+        "Server utilisation: pvs-01 (streaming server), standalone",
+    ]
+    pvs = shown[1].blocks
+    assert [type(b) for b in pvs] == [Text, Figure, Text]
+    assert pvs[-1].text == "Not recorded in these runs, so not shown: Used memory of pvs-01."  # type: ignore[union-attr]
+    # without the machines under test (a kind that does not know them) every recorded server stays
+    assert len(sections_as_blocks(pages, server_title("Boot storm: "))) == 3

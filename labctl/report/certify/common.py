@@ -283,6 +283,7 @@ def criterion_findings(
             worst = "failed" if any(v.outcome is Outcome.FAIL for _, v in measured) else "was marginal"
             if tail_start == len(judged) - 1 and len(measured) == 1:
                 lead = f"At {axis(judged[-1][0])}, {name} {worst}"
+                values = with_unit(measured[0][1].observed, unit)  # the lead already says where
             elif tail_start is not None and tail_start > 0 and len(judged) - tail_start == len(measured):
                 lead = f"From {axis(judged[tail_start][0])} on, {name} {worst}"
             elif len(measured) == len(judged):

@@ -23,7 +23,7 @@ from labctl.report.certify.common import (
     verdict_matrix,
     with_unit,
 )
-from labctl.report.certify.figures import figure, sections_as_blocks, server_title
+from labctl.report.certify.figures import figure, machines_under_test, sections_as_blocks, server_title
 from labctl.report.certify.model import Block, Cell, Section, Table, Text, Tone
 from labctl.report.certify.registry import Context, Kind, register
 from labctl.report.counters import NIC, pick
@@ -174,6 +174,7 @@ class CopyReboot(Kind):
             children += sections_as_blocks(
                 figures_matrix.split_sections([c for c in group if c.split == split], suffix),
                 server_title("Copy/reboot "),
+                machines_under_test(ctx.inputs, group),
             )
         matrix = verdict_matrix(
             flat, lambda c: label(c, several), "Criteria per cell: the judged value and its outcome", "cell"
