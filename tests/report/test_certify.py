@@ -52,6 +52,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "passed": make_run(root, run_id="20071105-100000-boot_storm-pass", group_sizes=SMALL),
         # 100 clients and up: the write-cache queue leaves its marginal band (a criterion fails)
         "failed": make_run(root, run_id="20071105-100000-boot_storm-fail", group_sizes=(25, 50, 100, 150)),
+        "failed_first": make_run(root, run_id="20071105-100000-boot_storm-ffst", group_sizes=(100, 150)),
         "marginal": make_run(root, run_id="20071105-100000-boot_storm-marg", group_sizes=(25, 50, 75)),
         "interrupted": make_run(
             root,
@@ -93,6 +94,10 @@ def test_a_passed_run_is_certified_on_its_first_page(pages: dict[str, str]) -> N
     ("name", "why"),
     [
         ("failed", r"2 of 4 cells did not pass \(2 cells failed a criterion on write-cache disk queue\)"),
+        (
+            "failed_first",
+            r"No boot-storm group passed on pvs-01 \(standalone\): 100 clients failed a criterion",
+        ),
         ("interrupted", r"run 20071105-100000-boot_storm-intr was interrupted"),
         ("killed", r"run 20071105-100000-boot_storm-kill did not finish"),
         ("gaps", r"no data to judge on write-cache disk queue: its series had samples over only \d+ %"),
@@ -109,6 +114,7 @@ def test_a_run_that_did_not_pass_says_so_on_its_first_page(
     assert "Certified:" not in first and "Certified with observations" not in first
     assert "What the measurements support" not in first
     assert "What was measured:" in first
+    assert "<=" not in first and ">=" not in first  # the judge's messages in words: ≤, ≥
 
 
 def test_the_html_title_and_description_carry_the_failure(pages: dict[str, str]) -> None:
@@ -157,6 +163,7 @@ def test_status_of_the_document_model(runs: dict[str, Path]) -> None:
     assert status == {
         "passed": Status.CERTIFIED,
         "failed": Status.NOT_CERTIFIED,
+        "failed_first": Status.NOT_CERTIFIED,
         "marginal": Status.OBSERVATIONS,
         "interrupted": Status.NOT_CERTIFIED,
         "killed": Status.NOT_CERTIFIED,

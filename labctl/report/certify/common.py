@@ -328,5 +328,5 @@ def why_not_passed(outcome: Outcome, criteria: Sequence[CriterionVerdict], cells
             return f"{values}, beyond the marginal band {band}"
     if outcome is Outcome.INTERRUPTED:
         return "the run was stopped during it; what it measured is kept but judges nothing"
-    reasons = [c.reason for c in cells if c.reason]
+    reasons = [words(c.reason) for c in cells if c.reason]
     return reasons[0] if reasons else WORDS[outcome]

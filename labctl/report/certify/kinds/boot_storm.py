@@ -258,7 +258,7 @@ class BootStorm(Kind):
             on = f"on {server}" + (f" ({cfg})" if cfg != "lab" else "")
             if best is None:
                 c = first_bad or group[0]
-                why = f": {c.reason}" if c.reason else ""
+                why = f": {words(c.reason)}" if c.reason else ""
                 out.append(
                     f"No boot-storm group passed {on}: {clients(c.group_size)} {WORDS[c.outcome]}{why}."
                 )

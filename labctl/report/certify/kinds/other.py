@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from labctl.report.certify.common import OUTCOME_WORD, criteria_table, outcome_cell, verdict_matrix
+from labctl.report.certify.common import OUTCOME_WORD, criteria_table, outcome_cell, verdict_matrix, words
 from labctl.report.certify.model import Block, Cell, Section, Table, Text
 from labctl.report.run_view import CellView
 
@@ -40,7 +40,7 @@ def results(cells: Sequence[CellView]) -> Section:
             c.configuration or "-",
             _params(c),
             outcome_cell(c.outcome, OUTCOME_WORD[c.outcome] + (" (killed)" if c.provisional else "")),
-            c.reason or "-",
+            words(c.reason or "-"),
         ]
         for c in cells
     ]
