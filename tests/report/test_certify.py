@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import re
+import zlib
 from pathlib import Path
 
 import pytest
@@ -266,3 +267,43 @@ def test_server_sections_only_for_the_configuration_under_test_and_no_empty_char
     assert pvs[-1].text == "Not recorded in these runs, so not shown: Used memory of pvs-01."  # type: ignore[union-attr]
     # without the machines under test (a kind that does not know them) every recorded server stays
     assert len(sections_as_blocks(pages, server_title("Boot storm: "))) == 3
+
+
+def _pdf_objects(pdf: bytes) -> bytes:
+    """The PDF's bytes with every Flate stream inflated (object streams hide the font dictionaries)."""
+    out = [pdf]
+    for m in re.finditer(rb"stream\r?\n(.*?)endstream", pdf, re.S):
+        try:
+            out.append(zlib.decompress(m.group(1)))
+        except zlib.error:
+            continue
+    return b"\n".join(out)
+
+
+def test_the_pdf_first_page_carries_the_verdict_and_is_reproducible(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """The PDF as a reader gets it: page 1 says "not certified" and why, pages are numbered, the
+    contents have page numbers, the fonts are embedded, and the same runs give the same bytes."""
+    import weasyprint
+
+    first = certify([runs["interrupted"]], tmp_path / "a", date="2026-11-24")
+    again = certify([runs["interrupted"]], tmp_path / "b", date="2026-11-24")
+    assert first.pdf is not None and again.pdf is not None
+    pdf = first.pdf.read_bytes()
+    assert pdf.startswith(b"%PDF-") and pdf == again.pdf.read_bytes()
+    objects = _pdf_objects(pdf)
+    assert b"/FontFile2" in objects or b"/FontFile3" in objects, "no embedded font program in the PDF"
+
+    pages = weasyprint.HTML(string=first.html.read_text(encoding="utf-8")).render().pages
+
+    def text(page: object) -> str:
+        box = page._page_box  # type: ignore[attr-defined]
+        return " ".join(b.text for b in box.descendants() if isinstance(getattr(b, "text", None), str))
+
+    one = " ".join(text(pages[0]).split())
+    assert "NOT CERTIFIED (simulated lab)" in one
+    assert "run 20071105-100000-boot_storm-intr was interrupted" in one
+    assert f"page 1 of {len(pages)}" in one
+    contents = " ".join(text(pages[1]).split())
+    assert re.search(r"Contents 1 Introduction[ .]+3 2 Configuration under test[ .]+3 ", contents), contents[:300]
