@@ -213,6 +213,9 @@ def criteria_table(cells: Sequence[CellView], caption: str) -> Table | None:
     )
 
 
+MATRIX_COLUMNS = 8  # criteria side by side in the verdict matrix; beyond, criteria become its rows
+
+
 def verdict_matrix(
     cells: Sequence[CellView], label: Callable[[CellView], str], caption: str, first_head: str
 ) -> Table | None:
@@ -242,6 +245,12 @@ def verdict_matrix(
         row.append(outcome_cell(c.outcome, word))
         rows.append(row)
     head = [first_head] + [f"{n} ({units[n]})" if units[n] else n for n in names] + ["cell"]
+    if len(names) > MATRIX_COLUMNS and len(cells) <= MATRIX_COLUMNS:
+        # many criteria, few cells: a column per criterion would be a word wide; a row per criterion instead
+        head, rows = (
+            ["criterion", *(str(r[0]) for r in rows)],
+            [[h, *(r[i] for r in rows)] for i, h in enumerate(head[1:], 1)],
+        )
     return Table.of(
         caption,
         head,

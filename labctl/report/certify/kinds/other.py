@@ -19,8 +19,9 @@ def method(cells: Sequence[CellView]) -> list[Block]:
     scenarios = sorted({c.summary.scenario for c in cells})
     blocks: list[Block] = [
         Text(
-            f"Cells of scenario(s) {', '.join(scenarios)}: this document has no section of its own for them; "
-            "their results, criteria and verdicts are listed as recorded."
+            f"Cells of {'scenarios' if len(scenarios) > 1 else 'scenario'} {', '.join(scenarios)}: this "
+            "document has no section of its own for them; their results, criteria and verdicts are listed as "
+            "recorded."
         )
     ]
     for scenario in scenarios:
