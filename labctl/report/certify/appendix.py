@@ -142,7 +142,7 @@ def _run_rows(r: RunData) -> list[list[str]]:
     ended = i.ended.wall_utc if i.ended is not None else "no end recorded"
     return [
         ["run id", i.run_id],
-        ["plan(s)", i.plan],
+        ["plans", i.plan],
         ["outcome", i.outcome.value + (f": {i.reason}" if i.reason else "")],
         [
             "lab, configuration",

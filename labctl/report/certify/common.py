@@ -261,6 +261,11 @@ def verdict_matrix(
     )
 
 
+def _of(n: int, total: int, what: str) -> str:
+    """``3 of 7 groups``; ``the one cell`` when there is one (``what`` is a plural in s)."""
+    return f"the one {what.removesuffix('s')}" if total == 1 else f"{n} of {total} {what}"
+
+
 def criterion_findings(
     cells: Sequence[CellView], axis: Callable[[CellView], str], what: str = "cells"
 ) -> list[str]:
@@ -298,7 +303,7 @@ def criterion_findings(
             elif len(measured) == len(judged):
                 lead = f"In every one of the {len(judged)} {what}, {name} {worst}"
             else:
-                lead = f"{name[0].upper() + name[1:]} {worst} in {len(measured)} of {len(judged)} {what}"
+                lead = f"{name[0].upper() + name[1:]} {worst} in {_of(len(measured), len(judged), what)}"
             out.append(f"{lead} (pass band {band}): {values}{more}.")
         if unmeasured:
             kinds = sorted({OUTCOME_WORD[v.outcome] for _, v in unmeasured})
@@ -308,7 +313,7 @@ def criterion_findings(
                 outcome, [v for _, v in unmeasured if v.outcome is outcome], [c for c, _ in unmeasured]
             )
             out.append(
-                f"{name[0].upper() + name[1:]} could not be judged in {len(unmeasured)} of {len(judged)} {what} "
+                f"{name[0].upper() + name[1:]} could not be judged in {_of(len(unmeasured), len(judged), what)} "
                 f"({' / '.join(kinds)}: {where}): {why}."
             )
     return out

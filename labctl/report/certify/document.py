@@ -87,7 +87,7 @@ def _summary(ctx: Context, parts: Sequence[tuple[Kind, list[CellView]]], finding
         ]
         for r in inputs.runs
     ]
-    blocks.append(Table.of("Runs certified", ("run", "plan(s)", "run outcome", "cells"), rows))
+    blocks.append(Table.of("Runs certified", ("run", "plans", "run outcome", "cells"), rows))
     return blocks
 
 

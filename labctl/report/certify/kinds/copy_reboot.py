@@ -221,7 +221,8 @@ class CopyReboot(Kind):
                 failed = [x.name for x in c.summary.by_role("copier") if x.outcome != "copied"]
                 if failed:
                     out.append(
-                        f"In {label(c)}{where}, {len(failed)} copier(s) did not finish: {', '.join(failed[:5])}."
+                        f"In {label(c)}{where}, {len(failed)} {'copier' if len(failed) == 1 else 'copiers'} did not finish: "
+                        f"{', '.join(failed[:5])}."
                     )
         return out
 
