@@ -71,8 +71,8 @@ def results_table(cells: Sequence[CellView], several: bool) -> Table:
         copies = c.summary.values("copy_s", "copier")
         row: list[str | Cell] = [c.configuration] if several else []
         row += [
-            f"{c.split[0]} / {c.split[1]}",
-            copy_path_label(c.copy_path or "-"),
+            f"{c.split[0]}\u00a0/\u00a0{c.split[1]}",  # no-break spaces: a narrow column keeps each on one line
+            copy_path_label(c.copy_path or "-").replace(" ", "\u00a0"),
             outcome_cell(c.outcome, OUTCOME_WORD[c.outcome] + (" (killed)" if c.provisional else "")),
             Cell(
                 f"{len(booted)} of {len(rebooters)}",
