@@ -11,7 +11,7 @@ GOVMOMI_VERSION := v0.46.3
 # The lease store and site agents' hub (JetStream key-value, leaf nodes); exact, from the Go module proxy.
 NATS_SERVER_VERSION := v2.11.17
 
-.PHONY: help install demo test lint typecheck unit bench clean postgresql-server
+.PHONY: help install demo test lint typecheck unit bench clean postgresql-server pdf-libs
 
 help:
 	@echo "make demo   install everything, start the simulated lab, run the boot-storm plan, build the report"
@@ -64,7 +64,17 @@ postgresql-server:
 		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold postgresql-15 >/dev/null && \
 	test -x $(PG_BIN)/initdb
 
-install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim $(BIN)/nats-server node_modules/.bin/allure postgresql-server
+# WeasyPrint (`labctl certify`'s PDF) loads Pango, HarfBuzz and fontconfig from the system and the
+# document is set in DejaVu: Debian's packages when WeasyPrint cannot load them or the font is absent.
+PDF_DEBS := libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fontconfig fonts-dejavu-core
+pdf-libs: $(VENV)/.installed
+	@if $(PY) -c "import weasyprint" >/dev/null 2>&1 && fc-list 2>/dev/null | grep -q "DejaVu Sans"; then exit 0; fi; \
+	echo "installing Debian's $(PDF_DEBS) (Pango and fonts for the certification PDF)"; \
+	$(SUDO) apt-get update -qq && \
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(PDF_DEBS) >/dev/null && \
+	$(PY) -c "import weasyprint"
+
+install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim $(BIN)/nats-server node_modules/.bin/allure postgresql-server pdf-libs
 
 # The main job on the simulated lab: check the inventory, then the 2007 boot storm (1 to 100
 # clients) with live progress; the simulated lab is started for the run and stopped after it.

@@ -8,8 +8,10 @@ prints the result (``--json`` for machines). Options are named like the function
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -388,11 +390,13 @@ def _given_any(*values: str | None) -> bool:
 
 def _run_profile(run: str) -> Any:
     """The measured profile of RUN (a folder, or a run id in the results folder)."""
-    from labctl.cli.common import resolve_results_dir
+    from labctl.cli.common import RESULTS_ENV, resolve_results_dir
     from labctl.report.build import resolve_run
     from labctl.sizing.from_run import measured_profile
 
-    return measured_profile(resolve_run(run, resolve_results_dir(None)))
+    # no --results-dir of its own: $LABCTL_RESULTS as every command that reads runs honours it
+    env = os.environ.get(RESULTS_ENV)
+    return measured_profile(resolve_run(run, resolve_results_dir(Path(env) if env else None)))
 
 
 def _array(measured: Any, iops: str | None, write_share: str | None, raid: str | None) -> Any:

@@ -62,9 +62,9 @@ log = logging.getLogger(__name__)
 LIVE_METRICS = ("cpu_pct", "nic_sent_util_pct", "disk_queue_len")  # the display's figures, busiest entity
 
 
-@dataclass
 class Interrupted(Exception):
-    """The run was interrupted during the cell (its record says ``interrupted``)."""
+    """The run was interrupted during the cell (its record says ``interrupted``). Raised with one
+    line naming the cell (a dataclass without fields took no message: the raise was a TypeError)."""
 
 
 @dataclass

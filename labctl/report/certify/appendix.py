@@ -6,7 +6,15 @@ SHA-256 of each file of each run folder); and a glossary."""
 from __future__ import annotations
 
 from labctl.records.run_record import CriterionVerdict, Outcome
-from labctl.report.certify.common import OUTCOME_WORD, band_text, cell_label, num, outcome_cell, with_unit
+from labctl.report.certify.common import (
+    OUTCOME_WORD,
+    band_text,
+    cell_label,
+    num,
+    outcome_cell,
+    with_unit,
+    words,
+)
 from labctl.report.certify.inputs import NOT_HASHED, Inputs, RunData
 from labctl.report.certify.model import Block, Cell, Section, Table, Text
 from labctl.report.run_view import CellView
@@ -116,7 +124,10 @@ def verdicts_section(inputs: Inputs) -> Section:
             Table.of(
                 "Cells without a verdict (never judged)",
                 ("cell", "outcome", "reason"),
-                [[c.id, outcome_cell(c.outcome, OUTCOME_WORD[c.outcome]), c.reason or "-"] for c in broken],
+                [
+                    [c.id, outcome_cell(c.outcome, OUTCOME_WORD[c.outcome]), words(c.reason or "-")]
+                    for c in broken
+                ],
                 small=True,
             )
         )
@@ -131,7 +142,7 @@ def _run_rows(r: RunData) -> list[list[str]]:
     ended = i.ended.wall_utc if i.ended is not None else "no end recorded"
     return [
         ["run id", i.run_id],
-        ["plan(s)", i.plan],
+        ["plans", i.plan],
         ["outcome", i.outcome.value + (f": {i.reason}" if i.reason else "")],
         [
             "lab, configuration",

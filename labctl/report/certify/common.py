@@ -213,6 +213,9 @@ def criteria_table(cells: Sequence[CellView], caption: str) -> Table | None:
     )
 
 
+MATRIX_COLUMNS = 8  # criteria side by side in the verdict matrix; beyond, criteria become its rows
+
+
 def verdict_matrix(
     cells: Sequence[CellView], label: Callable[[CellView], str], caption: str, first_head: str
 ) -> Table | None:
@@ -242,6 +245,12 @@ def verdict_matrix(
         row.append(outcome_cell(c.outcome, word))
         rows.append(row)
     head = [first_head] + [f"{n} ({units[n]})" if units[n] else n for n in names] + ["cell"]
+    if len(names) > MATRIX_COLUMNS and len(cells) <= MATRIX_COLUMNS:
+        # many criteria, few cells: a column per criterion would be a word wide; a row per criterion instead
+        head, rows = (
+            ["criterion", *(str(r[0]) for r in rows)],
+            [[h, *(r[i] for r in rows)] for i, h in enumerate(head[1:], 1)],
+        )
     return Table.of(
         caption,
         head,
@@ -250,6 +259,11 @@ def verdict_matrix(
         "band); red: failed, no data or a lab fault; purple: the cell broke off. The value is the one "
         "judged: for per-client criteria, the worst client's.",
     )
+
+
+def _of(n: int, total: int, what: str) -> str:
+    """``3 of 7 groups``; ``the one cell`` when there is one (``what`` is a plural in s)."""
+    return f"the one {what.removesuffix('s')}" if total == 1 else f"{n} of {total} {what}"
 
 
 def criterion_findings(
@@ -283,12 +297,13 @@ def criterion_findings(
             worst = "failed" if any(v.outcome is Outcome.FAIL for _, v in measured) else "was marginal"
             if tail_start == len(judged) - 1 and len(measured) == 1:
                 lead = f"At {axis(judged[-1][0])}, {name} {worst}"
+                values = with_unit(measured[0][1].observed, unit)  # the lead already says where
             elif tail_start is not None and tail_start > 0 and len(judged) - tail_start == len(measured):
                 lead = f"From {axis(judged[tail_start][0])} on, {name} {worst}"
             elif len(measured) == len(judged):
                 lead = f"In every one of the {len(judged)} {what}, {name} {worst}"
             else:
-                lead = f"{name[0].upper() + name[1:]} {worst} in {len(measured)} of {len(judged)} {what}"
+                lead = f"{name[0].upper() + name[1:]} {worst} in {_of(len(measured), len(judged), what)}"
             out.append(f"{lead} (pass band {band}): {values}{more}.")
         if unmeasured:
             kinds = sorted({OUTCOME_WORD[v.outcome] for _, v in unmeasured})
@@ -298,7 +313,7 @@ def criterion_findings(
                 outcome, [v for _, v in unmeasured if v.outcome is outcome], [c for c, _ in unmeasured]
             )
             out.append(
-                f"{name[0].upper() + name[1:]} could not be judged in {len(unmeasured)} of {len(judged)} {what} "
+                f"{name[0].upper() + name[1:]} could not be judged in {_of(len(unmeasured), len(judged), what)} "
                 f"({' / '.join(kinds)}: {where}): {why}."
             )
     return out
@@ -327,5 +342,5 @@ def why_not_passed(outcome: Outcome, criteria: Sequence[CriterionVerdict], cells
             return f"{values}, beyond the marginal band {band}"
     if outcome is Outcome.INTERRUPTED:
         return "the run was stopped during it; what it measured is kept but judges nothing"
-    reasons = [c.reason for c in cells if c.reason]
+    reasons = [words(c.reason) for c in cells if c.reason]
     return reasons[0] if reasons else WORDS[outcome]

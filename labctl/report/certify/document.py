@@ -68,7 +68,12 @@ def _summary(ctx: Context, parts: Sequence[tuple[Kind, list[CellView]]], finding
         if len(v.observations) > 6:
             shown.append(f"... and {len(v.observations) - 6} more (appendix A).")
         blocks += [
-            Text("Observations (marginal results: outside the pass band, inside the marginal band):"),
+            Text(
+                "Observations (marginal results: outside the pass band, inside the marginal band; and criteria "
+                "reported but not required):"
+                if any("(not required)" in o for o in v.observations)
+                else "Observations (marginal results: outside the pass band, inside the marginal band):"
+            ),
             Bullets(tuple(shown)),
         ]
     if findings:
@@ -82,7 +87,7 @@ def _summary(ctx: Context, parts: Sequence[tuple[Kind, list[CellView]]], finding
         ]
         for r in inputs.runs
     ]
-    blocks.append(Table.of("Runs certified", ("run", "plan(s)", "run outcome", "cells"), rows))
+    blocks.append(Table.of("Runs certified", ("run", "plans", "run outcome", "cells"), rows))
     return blocks
 
 
@@ -137,6 +142,9 @@ def build(inputs: Inputs, *, customer: str | None = None, date: str | None = Non
             [
                 Text(
                     "Generated from the results: each sentence states a measured number and where it was measured."
+                    if findings
+                    else "None generated: no kind of test in these runs states findings of its own; section 4 "
+                    "lists what was recorded and how each criterion was judged."
                 )
             ],
             [Section(k.title, [Bullets(tuple(fs))]) for k, fs in findings_by_kind if fs],

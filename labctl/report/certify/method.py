@@ -55,7 +55,8 @@ def _intro(inputs: Inputs) -> str:
     n = len(inputs.runs)
     return (
         f"The results come from {n} run{'s' if n > 1 else ''} of labctl test plans ({', '.join(plans) or 'none'}). "
-        "Each plan is a matrix of cells (one group size, one copy path ...). A cell brings the machines to a "
+        "Each plan is a matrix of cells, one per point of its parameters (a group size; a copiers/rebooters "
+        "split and copy path). A cell brings the machines to a "
         "known power state, starts the load at one instant, records the servers' counters with the time "
         "stamps their sources give, reads each client's results from the streaming software, and returns "
         "the machines to their state. Every number is then judged against the plan's acceptance criteria "

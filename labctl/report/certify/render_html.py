@@ -120,9 +120,11 @@ def _sections(doc: Document) -> tuple[str, str]:
                 f'<span class="n">{esc(shown)}</span> {esc(s.title)}</a></li>'
             )
         first = f' class="chapter{" appendix" if appendix else ""}"' if depth == 1 else ""
+        # a heading with only a sentence or two before its subsections stays with the first of them
+        lead = " lead" if s.children and all(isinstance(b, Text | Bullets) for b in s.blocks) else ""
         # the heading stays with its introduction and the first figure or table: never alone at a page's foot
         body.append(
-            f'<section id="{_anchor(num)}"{first}><div class="keep"><{tag}><span class="n">{esc(shown)}</span> '
+            f'<section id="{_anchor(num)}"{first}><div class="keep{lead}"><{tag}><span class="n">{esc(shown)}</span> '
             f"{esc(s.title)}</{tag}>"
         )
         body.append(_blocks(s.blocks))

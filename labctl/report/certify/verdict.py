@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from labctl.records.run_record import CriterionVerdict, Outcome, RunOutcome
-from labctl.report.certify.common import WORDS, band_text, cell_label, why_not_passed, with_unit
+from labctl.report.certify.common import WORDS, band_text, cell_label, why_not_passed, with_unit, words
 from labctl.report.certify.inputs import Inputs
 from labctl.report.certify.model import Status, Verdict
 from labctl.report.run_view import CellView
@@ -28,7 +28,7 @@ def cell_problem(c: CellView) -> str | None:
     if c.provisional:
         return f"cell {c.id} never finished (the run was killed during it)"
     if c.outcome not in (Outcome.PASS, Outcome.MARGINAL):
-        reason = f": {c.reason}" if c.reason else ""
+        reason = f": {words(c.reason)}" if c.reason else ""
         return f"cell {c.id} {WORDS[c.outcome]}{reason}"
     if c.verdict is None:
         return f"cell {c.id} was not judged (no verdicts.json)"
@@ -43,7 +43,7 @@ def _deciding(c: CellView) -> list[CriterionVerdict]:
 def _listed(cells: Sequence[CellView], shown: int = 3) -> str:
     labels = [cell_label(c) for c in cells[:shown]]
     more = f" and {len(cells) - shown} more" if len(cells) > shown else ""
-    return ", ".join(labels) + more
+    return "; ".join(labels) + more  # a label has commas of its own
 
 
 def cell_problems(cells: Sequence[CellView]) -> list[tuple[str, str]]:
@@ -145,8 +145,9 @@ def verdict(inputs: Inputs) -> Verdict:
     if seen:
         return Verdict(
             Status.OBSERVATIONS,
-            f"Certified with observations: every cell passed; {len(seen)} result(s) were outside their pass "
-            "band but inside the marginal band.",
+            "Certified with observations: every cell passed; "
+            + ("1 result was outside its" if len(seen) == 1 else f"{len(seen)} results were outside their")
+            + " pass band but inside the marginal band.",
             (),
             tuple(seen),
         )

@@ -29,7 +29,7 @@ from labctl.report.certify.common import (
     with_unit,
     words,
 )
-from labctl.report.certify.figures import sections_as_blocks, server_title
+from labctl.report.certify.figures import machines_under_test, sections_as_blocks, server_title
 from labctl.report.certify.model import Block, Cell, Formula, Section, Table, Text, Tone
 from labctl.report.certify.registry import Context, Kind, register
 from labctl.report.counters import NIC, pick
@@ -211,7 +211,11 @@ class BootStorm(Kind):
         several = len(groups) > 1
         ordered = [c for g in groups.values() for c in g]
         children = [Section("Results per group size", [results_table(ordered, several)])]
-        children += sections_as_blocks(figures_storm.sections(ordered), server_title("Boot storm: "))
+        children += sections_as_blocks(
+            figures_storm.sections(ordered),
+            server_title("Boot storm: "),
+            machines_under_test(ctx.inputs, ordered),
+        )
         label = (lambda c: f"{c.configuration} {c.group_size}") if several else (lambda c: str(c.group_size))
         matrix = verdict_matrix(
             ordered, label, "Criteria per group size: the judged value and its outcome", "clients"
@@ -239,7 +243,7 @@ class BootStorm(Kind):
                 if missing and c.summary.by_role(ROLE):
                     shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
                     out.append(
-                        f"At {clients(c.group_size)}{where}, {len(missing)} client(s) never reported a boot: {shown}."
+                        f"At {clients(c.group_size)}{where}, {clients(len(missing))} never reported a boot: {shown}."
                     )
         return out
 
@@ -254,7 +258,7 @@ class BootStorm(Kind):
             on = f"on {server}" + (f" ({cfg})" if cfg != "lab" else "")
             if best is None:
                 c = first_bad or group[0]
-                why = f": {c.reason}" if c.reason else ""
+                why = f": {words(c.reason)}" if c.reason else ""
                 out.append(
                     f"No boot-storm group passed {on}: {clients(c.group_size)} {WORDS[c.outcome]}{why}."
                 )
@@ -350,6 +354,10 @@ def _trends(group: Sequence[CellView]) -> list[str]:
     return out
 
 
+def _ports(n: int) -> str:
+    return "1 port" if n == 1 else f"{n} ports"
+
+
 def _lab_volume(ctx: Context, c: CellView) -> dict | None:  # type: ignore[type-arg]
     disk = c.entity("write_cache_disk")
     lab = ctx.inputs.lab(c.configuration)
@@ -371,7 +379,7 @@ def _nic_sizing(ctx: Context, cells: Sequence[CellView]) -> Section | None:
         hw = (lab.machines.get(server, {}).get("server_hardware") or {}) if lab is not None else {}
         nics = hw.get("nics") or {}
         ports = int(nics.get("count") or 2)
-        speed = f"{num(float(nics['speed_gbps']))} Gbit/s " if nics.get("speed_gbps") else ""
+        speed = f" of {num(float(nics['speed_gbps']))} Gbit/s" if nics.get("speed_gbps") else ""
         crit = nic_criterion(c)
         limit = (
             crit.pass_band.max
@@ -387,12 +395,12 @@ def _nic_sizing(ctx: Context, cells: Sequence[CellView]) -> Section | None:
             [
                 [
                     "load measured",
-                    f"{num(m.peak)} % peak on each of {ports} {speed}ports, {clients(c.group_size)} ({cfg})",
+                    f"{num(m.peak)} % peak on the busier of {ports} ports{speed}, {clients(c.group_size)} ({cfg})",
                 ],
                 ["load in ports' worth", f"{num(float(result.load_ports), 2)}"],
                 [
-                    f"ports needed at most {num(limit, 0)} % each",
-                    Cell(f"{result.ports_needed} {speed}ports", Tone.NONE),
+                    f"ports needed, each at most {num(limit, 0)} %",
+                    Cell(f"{_ports(result.ports_needed)}{speed}", Tone.NONE),
                 ],
                 [
                     "one port alone would carry",
@@ -447,7 +455,7 @@ def _storage_sizing(ctx: Context, cells: Sequence[CellView]) -> Section | None:
                 [
                     "write-cache IOPS per client while booting",
                     f"{num(float(boot.iops_per_desktop), 2)} IOPS at {num(float(boot.write_share) * 100, 0)} % writes "
-                    f"({cell_label(where) if where else boot.cell})",
+                    f"in {cell_label(where) if where else boot.cell}",
                 ]
             )
         carried = [
@@ -461,7 +469,7 @@ def _storage_sizing(ctx: Context, cells: Sequence[CellView]) -> Section | None:
         rows.append(
             [
                 "the most IOPS the set carried with its queue inside the pass band",
-                f"{num(float(a.iops))} IOPS on {set_text} ({cell_label(cell) if cell else a.cell})",
+                f"{num(float(a.iops))} IOPS on {set_text}, in {cell_label(cell) if cell else a.cell}",
             ]
         )
         if carried:
@@ -479,6 +487,8 @@ def _storage_sizing(ctx: Context, cells: Sequence[CellView]) -> Section | None:
                 Cell(f"{result.desktops_per_array}"),
             ]
         )
+        seen = max((c.group_size or 0 for c in carried), default=0)
+        fewer = seen > result.desktops_per_array
         if result.boot_drives is not None:
             rows.append(
                 [
@@ -506,6 +516,18 @@ def _storage_sizing(ctx: Context, cells: Sequence[CellView]) -> Section | None:
                     "The write-cache set's queue stayed inside its pass band in every group: it was never saturated, "
                     "so the clients per set is what it was seen to carry, a lower bound. The drive count is the "
                     "rule-of-thumb figure for the load, with no credit for the controller's write-back cache.",
+                    note=True,
+                )
+            )
+        if fewer and boot is not None:
+            where = next((c for c in cells if c.id == boot.cell), None)
+            blocks.append(
+                Text(
+                    f"The arithmetic gives fewer clients per set ({result.desktops_per_array}) than the set was "
+                    f"seen to carry ({seen}): it charges every client the heaviest cost per client measured, "
+                    f"in {cell_label(where) if where else boot.cell}, while in larger groups the boots spread "
+                    f"over a longer phase and each client cost less. Rely on the {seen} measured; the "
+                    "arithmetic is the figure for a load as dense as the heaviest measured.",
                     note=True,
                 )
             )

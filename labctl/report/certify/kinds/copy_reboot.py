@@ -23,7 +23,7 @@ from labctl.report.certify.common import (
     verdict_matrix,
     with_unit,
 )
-from labctl.report.certify.figures import figure, sections_as_blocks, server_title
+from labctl.report.certify.figures import figure, machines_under_test, sections_as_blocks, server_title
 from labctl.report.certify.model import Block, Cell, Section, Table, Text, Tone
 from labctl.report.certify.registry import Context, Kind, register
 from labctl.report.counters import NIC, pick
@@ -71,8 +71,8 @@ def results_table(cells: Sequence[CellView], several: bool) -> Table:
         copies = c.summary.values("copy_s", "copier")
         row: list[str | Cell] = [c.configuration] if several else []
         row += [
-            f"{c.split[0]} / {c.split[1]}",
-            copy_path_label(c.copy_path or "-"),
+            f"{c.split[0]}\u00a0/\u00a0{c.split[1]}",  # no-break spaces: a narrow column keeps each on one line
+            copy_path_label(c.copy_path or "-").replace(" ", "\u00a0"),
             outcome_cell(c.outcome, OUTCOME_WORD[c.outcome] + (" (killed)" if c.provisional else "")),
             Cell(
                 f"{len(booted)} of {len(rebooters)}",
@@ -174,6 +174,7 @@ class CopyReboot(Kind):
             children += sections_as_blocks(
                 figures_matrix.split_sections([c for c in group if c.split == split], suffix),
                 server_title("Copy/reboot "),
+                machines_under_test(ctx.inputs, group),
             )
         matrix = verdict_matrix(
             flat, lambda c: label(c, several), "Criteria per cell: the judged value and its outcome", "cell"
@@ -220,7 +221,8 @@ class CopyReboot(Kind):
                 failed = [x.name for x in c.summary.by_role("copier") if x.outcome != "copied"]
                 if failed:
                     out.append(
-                        f"In {label(c)}{where}, {len(failed)} copier(s) did not finish: {', '.join(failed[:5])}."
+                        f"In {label(c)}{where}, {len(failed)} {'copier' if len(failed) == 1 else 'copiers'} did not finish: "
+                        f"{', '.join(failed[:5])}."
                     )
         return out
 

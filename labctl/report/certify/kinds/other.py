@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from labctl.report.certify.common import OUTCOME_WORD, criteria_table, outcome_cell, verdict_matrix
+from labctl.report.certify.common import OUTCOME_WORD, criteria_table, outcome_cell, verdict_matrix, words
 from labctl.report.certify.model import Block, Cell, Section, Table, Text
 from labctl.report.run_view import CellView
 
@@ -19,8 +19,9 @@ def method(cells: Sequence[CellView]) -> list[Block]:
     scenarios = sorted({c.summary.scenario for c in cells})
     blocks: list[Block] = [
         Text(
-            f"Cells of scenario(s) {', '.join(scenarios)}: this document has no section of its own for them; "
-            "their results, criteria and verdicts are listed as recorded."
+            f"Cells of {'scenarios' if len(scenarios) > 1 else 'scenario'} {', '.join(scenarios)}: this "
+            "document has no section of its own for them; their results, criteria and verdicts are listed as "
+            "recorded."
         )
     ]
     for scenario in scenarios:
@@ -40,7 +41,7 @@ def results(cells: Sequence[CellView]) -> Section:
             c.configuration or "-",
             _params(c),
             outcome_cell(c.outcome, OUTCOME_WORD[c.outcome] + (" (killed)" if c.provisional else "")),
-            c.reason or "-",
+            words(c.reason or "-"),
         ]
         for c in cells
     ]
