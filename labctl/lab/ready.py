@@ -35,6 +35,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from labctl.drivers.pvs import DeviceInfo
 from labctl.drivers.ssh import SshError
 from labctl.errors import EndpointError, EndpointTimeout
 from labctl.inventory.model import Machine, MachineKind
@@ -68,10 +69,12 @@ class _Tracker:
         machines: list[Machine],
         expect_boot: bool,
         stop: threading.Event | None = None,
+        answering: bool = False,
     ):
         self.s = session
         self.machines = machines
         self.expect_boot = expect_boot
+        self.answering = answering  # clients count once they also answer over SSH
         self.stop = (
             stop if stop is not None else threading.Event()
         )  # set by the caller (Ctrl-C, a failed cell): watchers end at their next poll
@@ -188,6 +191,24 @@ def _check_ssh(t: _Tracker, m: Machine, up_detail: str, down_detail: Callable[[s
         t.down(m, down_detail(why))
 
 
+def _login_after_boot(t: _Tracker, m: Machine, d: DeviceInfo) -> None:
+    """A client the streaming server shows booted is up once it also answers over SSH: on a real
+    client the SSH service starts some seconds after the streaming session (and the desktop)."""
+    try:
+        ok, why = _answers(t.s, m)
+    except EndpointError as exc:
+        t.error(m, str(exc))
+        return
+    except Exception as exc:  # one machine's odd failure must not end the others' watch
+        t.error(m, f"{m.name}: check it is up (hostname): {type(exc).__name__}: {exc}")
+        return
+    where = f"active on {d.server or '?'}"
+    if ok:
+        t.up(m, boot_time_s=d.boot_time_s, retries=d.retries, detail=f"{where}, answers over SSH")
+    else:
+        t.down(m, f"{where}, not answering over SSH yet: {why or 'no answer'}")
+
+
 def _watch_clients(t: _Tracker, clients: list[Machine], deadline: float) -> None:
     s = t.s
     use_pvs = bool(s.streaming_servers)
@@ -196,6 +217,7 @@ def _watch_clients(t: _Tracker, clients: list[Machine], deadline: float) -> None
         if not pending:
             return
         ssh_check: list[Machine] = []
+        booted: list[tuple[Machine, DeviceInfo]] = []  # active with a boot time; SSH asked next
         if use_pvs:
             devices, errors = s.power.device_status()
             failed = ", ".join(sorted(errors))
@@ -216,6 +238,9 @@ def _watch_clients(t: _Tracker, clients: list[Machine], deadline: float) -> None
                     if d is not None and d.active and d.boot_time_s is not None:
                         if t.expect_boot:
                             t.note_session(m, d.boot_time_s)
+                        if t.answering:
+                            booted.append((m, d))
+                            continue
                         t.up(
                             m,
                             boot_time_s=d.boot_time_s,
@@ -241,6 +266,9 @@ def _watch_clients(t: _Tracker, clients: list[Machine], deadline: float) -> None
 
             with ThreadPoolExecutor(max_workers=min(64, len(ssh_check))) as pool:
                 list(pool.map(probe, ssh_check))
+        if booted:
+            with ThreadPoolExecutor(max_workers=min(64, len(booted))) as pool:
+                list(pool.map(lambda md: _login_after_boot(t, *md), booted))
         if not _sleep_poll(s, deadline, t.stop):
             return
 
@@ -328,8 +356,12 @@ def wait_ready(
     deadline: float | None = None,
     expect_boot: bool = False,
     stop: threading.Event | None = None,
+    answering: bool = False,
 ) -> dict[str, Readiness]:
     """Wait until every machine is ready or the deadline (lab time) passes; one outcome each.
+
+    ``answering``: a client shown booted by its streaming server counts only once it also answers
+    over SSH (for cells that will command it over SSH next).
 
     Give ``timeout_s`` (lab seconds from now) or ``deadline`` (absolute lab time). Setting ``stop``
     (from another thread) ends the wait early: machines not ready by then get a "timeout" outcome
@@ -340,7 +372,7 @@ def wait_ready(
         if timeout_s is None:
             raise ValueError("give timeout_s or deadline")
         deadline = clock.now() + timeout_s
-    tracker = _Tracker(session, machines, expect_boot, stop)
+    tracker = _Tracker(session, machines, expect_boot, stop, answering)
     stop = tracker.stop
     by_kind = kinds(machines)
     watchers: list[tuple[MachineKind, Callable[[], None]]] = []

@@ -227,6 +227,7 @@ class LabSession:
         deadline: float | None = None,
         expect_boot: bool = False,
         stop: threading.Event | None = None,
+        answering: bool = False,
     ) -> dict[str, Readiness]:
         """Wait until each machine is up; see :func:`labctl.lab.ready.wait_ready`."""
         from labctl.lab.ready import wait_ready
@@ -242,7 +243,13 @@ class LabSession:
                 self, ms, timeout_s=timeout_s, deadline=deadline, expect_boot=expect_boot, stop=stop
             )
         return wait_ready(
-            self, ms, timeout_s=timeout_s, deadline=deadline, expect_boot=expect_boot, stop=stop
+            self,
+            ms,
+            timeout_s=timeout_s,
+            deadline=deadline,
+            expect_boot=expect_boot,
+            stop=stop,
+            answering=answering,
         )
 
     def state_changed(self, machine: Machine, state: str, source: str, **detail: object) -> None:

@@ -142,9 +142,11 @@ class PowerStrategy:
         *,
         timeout_s: float,
         stop: threading.Event | None = None,
+        answering: bool = False,
     ) -> StrategyResult:
         """Bring every machine to ``goal`` within ``timeout_s`` lab seconds, acting only on those not
-        there yet; ``stop`` ends the wait (not the sending) early."""
+        there yet; ``stop`` ends the wait (not the sending) early. ``answering`` (goal ready): booted
+        clients must also answer over SSH, for cells that command them over SSH next."""
         goal = Goal(goal)
         names = _names(machines)
         clock = self.s.clock
@@ -166,7 +168,11 @@ class PowerStrategy:
         # a machine the command did not reach will not get there by waiting: the others are waited for
         waiting = [n for n in names if n not in send_failed]
         if goal is Goal.READY:
-            readiness = self.s.wait_ready(waiting, deadline=deadline, stop=stop) if waiting else {}
+            readiness = (
+                self.s.wait_ready(waiting, deadline=deadline, stop=stop, answering=answering)
+                if waiting
+                else {}
+            )
             failed = {n: r.detail or r.state for n, r in readiness.items() if not r.ready}
             stopped = stop.is_set()
         else:

@@ -187,9 +187,14 @@ class CopyReboot(Scenario):
         try:
             if not ctx.stop.is_set():
                 ctx.progress(Progress("boot all", 0, len(everyone)))
-                with phases(ctx, "prepare", f"boot all {len(everyone)} clients and wait until they are up"):
+                with phases(
+                    ctx,
+                    "prepare",
+                    f"boot all {len(everyone)} clients and wait until they are up and answer SSH",
+                ):
+                    # copiers and rebooters are commanded over SSH next: up means answering it
                     prep = lab.strategy.bring(
-                        everyone, Goal.READY, timeout_s=st.boot_all_timeout_s, stop=ctx.stop
+                        everyone, Goal.READY, timeout_s=st.boot_all_timeout_s, stop=ctx.stop, answering=True
                     )
                 if not prep.ok and not ctx.stop.is_set():
                     result.prepare_failed = f"clients never came up before the matrix: {prep.describe()}"

@@ -56,3 +56,31 @@ def test_clients_fall_back_to_ssh_and_name_the_streaming_server_that_cannot_be_r
             assert r.detail.startswith("answers over SSH; streaming server pvs-01 could not be read: ")
             assert "authentication failed" in r.detail
         s.power.off("clients")
+
+
+@pytest.fixture(scope="module")
+def client_refuses_ssh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    faults = "- {kind: ssh_refuse_auth, targets: [optiplex-002]}"
+    with pytest.MonkeyPatch.context() as mp:
+        sim = start_lab(tmp_path_factory.mktemp("nossh"), mp, clients=3, faults=faults, name="nossh")
+        try:
+            yield sim
+        finally:
+            sim.stop()
+
+
+def test_answering_counts_a_booted_client_only_once_it_answers_over_ssh(client_refuses_ssh) -> None:
+    """The streaming server shows all three booted; a cell that commands clients over SSH next
+    asks for ``answering``, and optiplex-002 (whose SSH refuses us) is then not ready, by name."""
+    sim = client_refuses_ssh
+    with LabSession(load_lab(sim.lab_file), sim.clock, settings=FAST) as s:
+        assert s.power.on("clients").ok
+        booted = s.wait_ready("clients", timeout_s=120)
+        assert all(r.ready and r.boot_time_s is not None for r in booted.values()), booted
+        answering = s.wait_ready("clients", timeout_s=60, answering=True)
+        assert not answering["optiplex-002"].ready
+        assert "authentication failed" in answering["optiplex-002"].detail
+        for name in ("optiplex-001", "optiplex-003"):
+            r = answering[name]
+            assert r.ready and r.boot_time_s is not None and r.detail.endswith("answers over SSH"), r
+        s.power.off(["optiplex-001", "optiplex-003"])
