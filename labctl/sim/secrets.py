@@ -130,9 +130,7 @@ def _public_key_line(private_key_path: Path) -> str:
         key = serialization.load_ssh_private_key(data, password=None)
     except ValueError:
         key = serialization.load_pem_private_key(data, password=None)  # type: ignore[assignment]
-    public = key.public_key().public_bytes(  # type: ignore[union-attr]
-        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
-    )
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
     return public.decode()
 
 

@@ -350,7 +350,7 @@ def _trends(group: Sequence[CellView]) -> list[str]:
     return out
 
 
-def _lab_volume(ctx: Context, c: CellView) -> dict | None:  # type: ignore[type-arg]
+def _lab_volume(ctx: Context, c: CellView) -> dict | None:
     disk = c.entity("write_cache_disk")
     lab = ctx.inputs.lab(c.configuration)
     return lab.volume(disk) if lab is not None and disk else None
