@@ -346,7 +346,8 @@ def measured_cmd(
     \b
     From a run (boot IOPS per client and the write-cache set's figures of a 2007 boot storm;
     see labctl/sizing/from_run.py for what each kind of run gives):
-      labctl size measured --run 20261124-051008-boot_storm-275d --desktops 100 --drive-type 10k
+      labctl size measured --run RUN --desktops 100 --drive-type 10k
+    (RUN: a run folder, or a run id under results/, as `labctl runs` lists them)
     """
     given = {
         Phase.BOOT: (boot_iops_per_desktop, boot_write_share),

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import UnionType
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel
 
@@ -249,6 +249,8 @@ def _url(url: str, loc: Loc, out: list[Finding]) -> None:
                 "remove 'user:password@'; give user: and password: beside url:, the password as env:NAME or secret:KEY",
             )
         )
+    elif parts.scheme == "snmp" and parts.query and not parts.fragment:
+        _snmp_options(parts.query, safe, loc, out)
     elif parts.query or parts.fragment:
         out.append(
             Finding(
@@ -257,6 +259,36 @@ def _url(url: str, loc: Loc, out: list[Finding]) -> None:
                 "give scheme://host[:port][/path] only; credentials go in user: and password:",
             )
         )
+
+
+# An SNMP agent's URL carries its protocol options (snmp://host:161?version=3&auth=sha&priv=aes),
+# never a secret: the community or the USM passphrases are the array's password: reference.
+SNMP_URL_OPTIONS: dict[str, tuple[str, ...]] = {
+    "version": ("2c", "3"),
+    "auth": ("sha", "md5", "sha256"),
+    "priv": ("aes", "des", "none"),
+}
+
+
+def _snmp_options(query: str, safe: str, loc: Loc, out: list[Finding]) -> None:
+    for key, values in parse_qs(query, keep_blank_values=True).items():
+        allowed = SNMP_URL_OPTIONS.get(key.lower())
+        if allowed is None:
+            out.append(
+                Finding(
+                    loc,
+                    f"URL {safe} has an unknown SNMP option {shown(key)}",
+                    f"use only {', '.join(f'{k}=' for k in SNMP_URL_OPTIONS)}; credentials go in user: and password:",
+                )
+            )
+        elif any(v.lower() not in allowed for v in values):
+            out.append(
+                Finding(
+                    loc,
+                    f"URL {safe} has SNMP option {key} not one of {', '.join(allowed)}",
+                    f"write {key}={allowed[0]}",
+                )
+            )
 
 
 def _user(user: str, loc: Loc, out: list[Finding]) -> None:

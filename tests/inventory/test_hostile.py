@@ -23,6 +23,7 @@ import yaml
 
 from labctl.cli import cli
 from labctl.cli.common import run_cli
+from labctl.inventory.checks import screen
 from labctl.inventory.load import default_lab_file
 
 BASE = default_lab_file().read_text()
@@ -419,3 +420,27 @@ def test_the_categories_cover_what_the_hostile_testers_tried() -> None:
         "references",
     }
     assert all(n >= 1 for n in by_category.values()) and len(CASES) >= 60
+
+
+# --- an SNMP agent's URL: protocol options in the query, never a secret ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("snmp://127.67.4.4:16100?version=3&auth=sha&priv=aes", None),
+        ("snmp://127.67.4.4:16100?version=2c", None),
+        (f"snmp://127.67.4.4:16100?community={SECRET}", "unknown SNMP option 'community'"),
+        ("snmp://127.67.4.4:16100?version=4", "not one of 2c, 3"),
+        ("snmp://127.67.4.4:16100?version=3#frag", "query or fragment"),
+        (f"https://127.67.4.4/?version=3&x={SECRET}", "query or fragment"),
+    ],
+)
+def test_snmp_urls_take_their_protocol_options_and_nothing_else(url: str, problem: str | None) -> None:
+    found = screen({"storage": [{"name": "eql-01", "kind": "equallogic", "url": url}]}, Path("."))
+    messages = [f.message for f in found]
+    if problem is None:
+        assert messages == []
+    else:
+        assert any(problem in m for m in messages), messages
+        assert all(SECRET not in m for m in messages)

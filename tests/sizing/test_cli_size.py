@@ -37,7 +37,9 @@ def _examples(help_text: str) -> list[list[str]]:
     for line in joined.splitlines():
         line = line.strip()
         if line.startswith("labctl size "):
-            commands.append(shlex.split(line.split("#")[0])[1:])  # without "labctl"
+            args = shlex.split(line.split("#")[0])[1:]  # without "labctl"
+            if "RUN" not in args:  # a placeholder for the reader's own run folder
+                commands.append(args)
     return commands
 
 
