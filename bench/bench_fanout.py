@@ -33,7 +33,7 @@ from labctl.inventory import load_lab  # noqa: E402
 from labctl.inventory.credentials import SECRETS_FILE_VAR  # noqa: E402
 from labctl.lab.power import tcp_open  # noqa: E402
 from labctl.lab.session import DriverSettings, LabSession  # noqa: E402
-from labctl.sim.lab import SimulatedLab  # noqa: E402
+from labctl.sim.simlab import SimulatedLab  # noqa: E402
 from tests.labfiles import make_test_lab  # noqa: E402
 
 READY_TIMEOUT_LAB_S = 600.0

@@ -120,7 +120,7 @@ def main() -> None:
             print(
                 f"  workers {workers:>3}: total {total:5.2f} s | slowest single call {max(calls):5.2f} s, "
                 f"median {statistics.median(calls):5.2f} s | total/slowest {total / max(calls):5.2f} | "
-                f"sum of calls {sum(calls):6.2f} s | dispatch spread {report.spread_wall_s:5.2f} s | "
+                f"sum of calls {sum(calls):6.2f} s | dispatch spread {report.send_spread_wall_s:5.2f} s | "
                 f"{len(report.outcomes) - len(report.failed)}/{n} accepted"
             )
     finally:

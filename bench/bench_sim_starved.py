@@ -36,7 +36,7 @@ def run(clients: int, hogs: int, base: Path) -> dict[str, object]:
     from labctl.inventory.credentials import SECRETS_FILE_VAR
     from labctl.lab.session import LabSession
     from labctl.recorder.recorder import Recorder
-    from labctl.sim.lab import SimulatedLab
+    from labctl.sim.simlab import SimulatedLab
 
     text = (ROOT / "hardware" / "sim-2007.yaml").read_text()
     text = text.replace("  seed: 2007\n", "  seed: 2007\n  loopback_block: auto\n")

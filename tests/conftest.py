@@ -11,7 +11,12 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy  # noqa: F401  (see below)
 import pytest
+
+# pytester's in-process runs (tests/plans/test_plan_params.py) drop from sys.modules whatever was
+# first imported inside them; numpy's C core cannot be loaded twice in one process, so a later
+# in-process simulator start would fail. Importing it here, before any such run, keeps it loaded.
 
 
 @pytest.fixture(autouse=True, scope="session")

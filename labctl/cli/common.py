@@ -110,7 +110,7 @@ def check_simulator(lab_file: Path | None, configuration: str | None) -> None:
     except LabctlError:
         return
     if lab.simulated:
-        from labctl.sim.lab import serving  # the simulator: real labs never import it
+        from labctl.sim.simlab import serving  # the simulator: real labs never import it
 
         serving(file, configuration)
 
@@ -120,7 +120,7 @@ def simulator_hint(lab: Lab, lab_file: Path | None, configuration: str | None) -
     not running (start it), or running another lab. None for real labs or when it runs."""
     if not lab.simulated:
         return None
-    from labctl.sim.lab import SimLabMismatchError, serving  # the simulator: real labs never import it
+    from labctl.sim.simlab import SimLabMismatchError, serving  # the simulator: real labs never import it
     from labctl.sim.state import resolve_state_dir
 
     file = lab_file or default_lab_file()

@@ -19,7 +19,7 @@ from labctl.errors import EXIT_FAILED, EXIT_OK, BadInputError, LabctlError
 from labctl.inventory.load import display_path
 from labctl.sim.endpoint import EndpointInfo
 from labctl.sim.faults import parse_fault_option
-from labctl.sim.lab import EndpointHealth, SimNotRunningError, SimulatedLab, describe_faults
+from labctl.sim.simlab import EndpointHealth, SimNotRunningError, SimulatedLab, describe_faults
 from labctl.sim.state import default_state_dir, read_state, resolve_state_dir, state_path
 
 state_dir_option = click.option(

@@ -389,9 +389,14 @@ class Sources:
     def vcenter(self, name: str, **kw: object) -> VCenterPerfSource:
         return self._keep(VCenterPerfSource(self.s, name, **kw))  # type: ignore[arg-type]
 
-    def for_plan(self, *, interval_s: float = 5.0) -> list[object]:
+    def for_plan(self, *, interval_s: float = 5.0, poll_interval_s: float | None = None) -> list[object]:
         """Every source the lab offers: typeperf on the configuration's streaming, storage and
-        share servers, PVS status, BMC power, each array and each vCenter."""
+        share servers (one row every ``interval_s``), and, read every ``poll_interval_s`` (default
+        the same), PVS status, BMC power and each array; each vCenter at its own 20 s.
+
+        A polled source's interval is both how often the recorder reads it and what its series are
+        judged against for gaps, so it must be the interval it is actually read at."""
+        poll_s = interval_s if poll_interval_s is None else poll_interval_s
         lab = self.s.lab
         servers: dict[str, Machine] = {m.name: m for m in self.s.streaming_servers}
         if lab.configuration is not None:
@@ -399,11 +404,11 @@ class Sources:
                 if n in lab.machines:
                     servers.setdefault(n, lab.machines[n])
         out: list[object] = [self.typeperf(m, interval_s=interval_s) for m in servers.values() if m.ssh]
-        out += self.pvs(poll_s=interval_s)
+        out += self.pvs(poll_s=poll_s)
         bmcs = [m for m in lab.servers if m.bmc is not None]
         if bmcs:
-            out.append(self._keep(RedfishPowerSource(self.s, bmcs, interval_s=interval_s)))
-        out += [self.storage(a, interval_s=interval_s) for a in lab.storage]
+            out.append(self._keep(RedfishPowerSource(self.s, bmcs, interval_s=poll_s)))
+        out += [self.storage(a, interval_s=poll_s) for a in lab.storage]
         out += [self.vcenter(v) for v in lab.vcenters]
         return out
 

@@ -46,7 +46,7 @@ class LabEnvironment:
         self._config: str | None = None
         self._session: LabSession | None = None
         self._sim: object | None = (
-            None  # labctl.sim.lab.SimulatedLab (imported lazily: real labs need no sim)
+            None  # labctl.sim.simlab.SimulatedLab (imported lazily: real labs need no sim)
         )
         self._owned_sim = False
         self._snapshots: dict[str, dict[str, State]] = {}  # configuration -> clients' states at first use
@@ -86,7 +86,7 @@ class LabEnvironment:
         return self._session
 
     def _ensure_sim(self, cfg: str | None) -> LabClock:
-        from labctl.sim.lab import SimNotRunningError, SimulatedLab  # the simulator: only simulated labs
+        from labctl.sim.simlab import SimNotRunningError, SimulatedLab  # the simulator: only simulated labs
 
         lab_file = (self.lab_file or Path(self.base_lab.source_file)).resolve()
         if self._sim is not None and self._owned_sim:
@@ -156,7 +156,7 @@ class LabEnvironment:
                 self._session.close()
                 self._session = None
             if self._sim is not None and self._owned_sim:
-                from labctl.sim.lab import SimulatedLab  # the simulator: only simulated labs
+                from labctl.sim.simlab import SimulatedLab  # the simulator: only simulated labs
 
                 assert isinstance(self._sim, SimulatedLab)
                 self._sim.stop()

@@ -160,7 +160,7 @@ class CellRunner:
         head = CellHead(cid, self.plan, scenario.name, self.env.configuration, scenario.parameters())
         recorder = Recorder(
             self.run_folder,
-            _sources(session, scenario.sample_interval_s()),
+            _sources(session, scenario.sample_interval_s(), scenario.poll_interval_s()),
             clock=session.clock,
             interval_s=scenario.poll_interval_s(),  # polled sources; typeperf streams at its own -si
             cell=cid,
@@ -297,9 +297,11 @@ def _bare(head: CellHead, outcome: Outcome, reason: str) -> CellSummary:
     )
 
 
-def _sources(session: Any, interval_s: float) -> list[Any]:
-    """Every metric source the lab offers for a cell, typeperf streaming at ``interval_s``."""
-    return list(session.sources.for_plan(interval_s=interval_s))
+def _sources(session: Any, sample_interval_s: float, poll_interval_s: float) -> list[Any]:
+    """Every metric source the lab offers for a cell: typeperf streaming a row every
+    ``sample_interval_s``, the polled ones (device status, BMC power, arrays) read every
+    ``poll_interval_s``."""
+    return list(session.sources.for_plan(interval_s=sample_interval_s, poll_interval_s=poll_interval_s))
 
 
 def _evidence_png(verdict: CriterionVerdict, series: Sequence[Series]) -> bytes:

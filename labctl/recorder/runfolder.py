@@ -50,14 +50,10 @@ RUN_FILE = "run.json"
 RESOLVED_INVENTORY_FILE = "inventory.resolved.yaml"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
-# The run's outcome under its former name (the plugin imports it so); the values are the same.
-Outcome = RunOutcome
-
 __all__ = [
     "RESOLVED_INVENTORY_FILE",
     "RUN_FILE",
     "BadRunFolder",
-    "Outcome",
     "RunFolder",
     "RunInfo",
     "RunOutcome",

@@ -1,4 +1,4 @@
-"""What every simulated endpoint server looks like to the simulator host (`labctl.sim.lab`)."""
+"""What every simulated endpoint server looks like to the simulator host (`labctl.sim.simlab`)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ Every ``secret:`` value the simulator accepts is written to ``<state_dir>/secret
 0600), generated or not, so that file alone works as ``$LABCTL_SECRETS_FILE``. With the default
 state dir it is the file :func:`labctl.inventory.credentials.secrets_file` falls back to, so the
 orchestrator finds it without configuration; with another state dir, point ``$LABCTL_SECRETS_FILE``
-at it (:attr:`labctl.sim.lab.SimulatedLab.secrets_file`).
+at it (:attr:`labctl.sim.simlab.SimulatedLab.secrets_file`).
 
 A ``key_file`` reference names the *path* of a private key: when unresolvable, an Ed25519 key pair
 is generated under ``<state_dir>/keys/`` and the reference resolves to the private key's path. The

@@ -3,7 +3,7 @@
     python -m labctl.sim.simd --state-dir DIR --lab FILE [--config C] [--fault KIND:TARGET ...]
                               [--twin auto|placeholder|physical] [--anchor WALL_S]
 
-Started (detached) by :class:`labctl.sim.lab.SimulatedLab` / `labctl sim up`; logs to stderr,
+Started (detached) by :class:`labctl.sim.simlab.SimulatedLab` / `labctl sim up`; logs to stderr,
 which `up` sends to ``<state_dir>/simd.log``. All endpoints (WoL, Redfish, SSH, Unity) and the
 vCenter guest updater live in this one process so they share one lab twin. The simulated vCenter
 itself is a separate program (`labctl-vcsim`) that `up` starts next to this one.

@@ -1,6 +1,6 @@
 """The simulated lab's run-time folder and state file (`.labctl/sim/state.json`).
 
-`labctl sim up` (or :class:`labctl.sim.lab.SimulatedLab`) writes the state file once every
+`labctl sim up` (or :class:`labctl.sim.simlab.SimulatedLab`) writes the state file once every
 process answers; `status`, `down` and :meth:`SimulatedLab.attach` read it. It records what a later
 command needs to find and stop what `up` started: the processes (pid plus a marker string that is
 on their command line, so a recycled pid is never signalled), the lab file and configuration, the
@@ -37,7 +37,7 @@ SIMD_READY_FILE = "simd.ready.json"
 SIMD_LOG = "simd.log"
 STATE_VERSION = 1
 # how long `up`/`down` wait for another one on the same state dir: longer than a start may take
-# (DEFAULT_STARTUP_TIMEOUT_S of labctl.sim.lab, the health check, the clean-up of a failed start)
+# (DEFAULT_STARTUP_TIMEOUT_S of labctl.sim.simlab, the health check, the clean-up of a failed start)
 LOCK_TIMEOUT_S = 180.0
 
 

@@ -23,7 +23,7 @@ CLIENTS_PER_SITE = 3
 @dataclass
 class SiteLab:
     hub: NatsServer
-    sim: object  # labctl.sim.lab.SimulatedLab
+    sim: object  # labctl.sim.simlab.SimulatedLab
     lab_file: Path
     agents: dict[str, AgentProcess]
     sessions: list[LabSession]

@@ -30,7 +30,7 @@ ALL = [n for k in range(1, 4) for n in clients_of(k, PER_SITE)]
 
 def _sim(base: Path, lab_file: Path) -> object:
     from labctl.sim.endpoint import PortInUseError
-    from labctl.sim.lab import SimulatedLab
+    from labctl.sim.simlab import SimulatedLab
 
     sim = SimulatedLab(lab_file, state_dir=base, twin="auto")
     try:

@@ -59,7 +59,7 @@ def running_sim(base: Path, lab_file: Callable[[int], Path]) -> Iterator[object]
     another random loopback block is tried if this one is taken."""
     from labctl.inventory.credentials import SECRETS_FILE_VAR
     from labctl.sim.endpoint import PortInUseError
-    from labctl.sim.lab import SimulatedLab
+    from labctl.sim.simlab import SimulatedLab
 
     with pytest.MonkeyPatch.context() as mp:
         for attempt in range(4):

@@ -25,7 +25,7 @@ FAST = DriverSettings(
 def start_lab(base: Path, mp: pytest.MonkeyPatch, *, clients: int = 5, faults: str = "", name: str = "lab"):
     """Start a SimulatedLab (retrying on another random block if this one is taken)."""
     from labctl.sim.endpoint import PortInUseError
-    from labctl.sim.lab import SimulatedLab
+    from labctl.sim.simlab import SimulatedLab
 
     last: Exception | None = None
     for attempt in range(4):

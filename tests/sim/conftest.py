@@ -20,7 +20,7 @@ import pytest
 
 from labctl.inventory.credentials import SECRETS_FILE_VAR
 from labctl.inventory.faults import FaultSpec
-from labctl.sim.lab import SimulatedLab
+from labctl.sim.simlab import SimulatedLab
 from tests.labfiles import make_test_lab
 
 StartSim = Callable[..., SimulatedLab]
@@ -85,7 +85,7 @@ def start_sim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Start
 @pytest.fixture
 def state_dir(tmp_path: Path) -> Iterator[Path]:
     """A state folder; whatever runs for it at teardown is stopped by pid (from the state file)."""
-    from labctl.sim.lab import leftover_processes
+    from labctl.sim.simlab import leftover_processes
     from labctl.sim.state import ProcessRecord, read_state, stop_processes
 
     sd = tmp_path / "state"

@@ -26,7 +26,7 @@ from labctl.inventory import resolve_credential
 from labctl.inventory.credentials import SECRETS_FILE_VAR
 from labctl.sim import lab as sim_lab_module
 from labctl.sim.endpoint import PortInUseError
-from labctl.sim.lab import SimAlreadyRunningError, SimulatedLab, leftover_processes
+from labctl.sim.simlab import SimAlreadyRunningError, SimulatedLab, leftover_processes
 from labctl.sim.state import STATE_DIR_VAR, ProcessRecord, read_state, stop_processes, up_lock
 from tests.labfiles import make_test_lab
 

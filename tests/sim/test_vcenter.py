@@ -19,7 +19,7 @@ from labctl.inventory import load_lab, resolve_credential
 from labctl.inventory.faults import FaultKind, FaultSpec
 from labctl.inventory.model import Lab
 from labctl.sim.certs import CA_FILE
-from labctl.sim.lab import SimulatedLab
+from labctl.sim.simlab import SimulatedLab
 from labctl.sim.twin.vdi.views import generated_ip
 from labctl.sim.vcenter.topology import (
     TASK_LATENCY_LAB_S,

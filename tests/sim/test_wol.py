@@ -17,7 +17,7 @@ from labctl.inventory.faults import FaultKind, FaultSpec
 from labctl.inventory.model import Lab
 from labctl.sim.endpoint import PortInUseError, SimContext
 from labctl.sim.faults import FaultBook
-from labctl.sim.lab import SimulatedLab
+from labctl.sim.simlab import SimulatedLab
 from labctl.sim.twin.interface import PowerState
 from labctl.sim.twin.placeholder import PlaceholderTwin
 from labctl.sim.wol import MalformedPacket, WolListener, build_endpoints, parse_magic_packet

@@ -15,7 +15,7 @@ from labctl.inventory import load_lab
 from labctl.inventory.credentials import SECRETS_FILE_VAR
 from labctl.lab.preflight import Preflight
 from labctl.lab.session import LabSession
-from labctl.sim.lab import SimulatedLab
+from labctl.sim.simlab import SimulatedLab
 from tests.labfiles import _free_block
 
 pytestmark = pytest.mark.integration

@@ -73,11 +73,6 @@ class PowerOutcome:
     delivered_lab: float | None = None
     seconds: float | None = None  # wall time of the backend call(s) for this machine
 
-    @property
-    def dispatched_lab(self) -> float | None:
-        """Older name of :attr:`sent_lab`."""
-        return self.sent_lab
-
 
 def spread(stamps: Iterable[float | None]) -> float | None:
     """First to last of the stamps that exist; None when there are none."""
@@ -116,16 +111,6 @@ class PowerReport:
     @property
     def failed(self) -> dict[str, PowerOutcome]:
         return {n: o for n, o in self.outcomes.items() if not o.ok}
-
-    @property
-    def spread_lab_s(self) -> float:
-        """Older name of :attr:`send_spread_lab_s`."""
-        return self.send_spread_lab_s
-
-    @property
-    def spread_wall_s(self) -> float:
-        """Older name of :attr:`send_spread_wall_s`."""
-        return self.send_spread_wall_s
 
     def group_actions(self) -> list[GroupAction]:
         """One :class:`GroupAction` per backend that carried part of the action (run record)."""

@@ -42,7 +42,7 @@ class Session:
     last_used_lab_s: float
 
 
-class Outcome(Enum):
+class SessionState(Enum):
     OK = "ok"
     NEW = "new"  # a login with basic auth made a new session
     EXPIRED = "expired"  # the cookie's session ended (fault storage_token_expiry)
@@ -75,7 +75,7 @@ class SessionBook:
             return None
         return spec.after_s or self.default_lifetime_s
 
-    def resolve(self, req: Request, *, allow_login: bool = True) -> tuple[Session | None, Outcome]:
+    def resolve(self, req: Request, *, allow_login: bool = True) -> tuple[Session | None, SessionState]:
         """The request's session (its cookie), or a new one from basic auth."""
         now = self.ctx.clock.now()
         cookie = req.cookies.get(self.cookie_name)
@@ -90,18 +90,18 @@ class SessionBook:
                 if lifetime is not None and now - s.created_lab_s >= lifetime:
                     del self._sessions[s.cookie]
                     log.info("%s: session expired (fault storage_token_expiry)", self.array.name)
-                    return None, Outcome.EXPIRED
+                    return None, SessionState.EXPIRED
                 s.last_used_lab_s = now
-                return s, Outcome.OK
+                return s, SessionState.OK
         if not allow_login:
-            return None, Outcome.UNAUTHORIZED
+            return None, SessionState.UNAUTHORIZED
         basic = req.basic_auth()
         if basic is None or not credentials_match(*basic, self._user, self._password):
-            return None, Outcome.UNAUTHORIZED
+            return None, SessionState.UNAUTHORIZED
         s = Session(secrets.token_urlsafe(24), secrets.token_urlsafe(24), self._user, now, now)
         with self._lock:
             self._sessions[s.cookie] = s
-        return s, Outcome.NEW
+        return s, SessionState.NEW
 
     def end(self, s: Session) -> None:
         with self._lock:

@@ -30,7 +30,7 @@ from typing import Any
 from labctl.inventory.model import StorageArray
 from labctl.sim.arrays.feed import ArrayFeed
 from labctl.sim.arrays.history import CounterHistory, Snapshot
-from labctl.sim.arrays.sessions import Outcome, Session, SessionBook
+from labctl.sim.arrays.sessions import Session, SessionBook, SessionState
 from labctl.sim.endpoint import SimContext
 from labctl.sim.http import Request, Response, SimHttpsServer, json_response, parse_host_port
 from labctl.sim.powerstore import metrics as m
@@ -148,14 +148,14 @@ class PowerStoreArray(SimHttpsServer):
             return error(404, E_NOT_FOUND, req.path)
         resource = path[len(PREFIX) + 1 :]
         s, outcome = self.sessions.resolve(req)
-        if outcome is Outcome.EXPIRED:
+        if outcome is SessionState.EXPIRED:
             return error(403, E_EXPIRED, headers=[self.sessions.clear_cookie()])
         if s is None:
             return error(401, E_UNAUTHORIZED, headers=[("WWW-Authenticate", 'Basic realm="PowerStore"')])
         headers: list[tuple[str, str]] = [(TOKEN_HEADER, s.csrf)]
-        if outcome is Outcome.NEW:
+        if outcome is SessionState.NEW:
             headers.append(self.sessions.set_cookie(s))
-        if req.method in ("POST", "PATCH", "DELETE", "PUT") and outcome is not Outcome.NEW:
+        if req.method in ("POST", "PATCH", "DELETE", "PUT") and outcome is not SessionState.NEW:
             sent = req.header(TOKEN_HEADER) or ""
             if not hmac.compare_digest(sent.encode(), s.csrf.encode()):
                 return error(403, E_TOKEN)

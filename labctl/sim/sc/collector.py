@@ -34,7 +34,7 @@ from typing import Any
 from labctl.inventory.model import StorageArray
 from labctl.sim.arrays.feed import ArrayFeed
 from labctl.sim.arrays.history import CounterHistory, Snapshot, VolumeRates, combine, window_rates
-from labctl.sim.arrays.sessions import Outcome, Session, SessionBook
+from labctl.sim.arrays.sessions import Session, SessionBook, SessionState
 from labctl.sim.endpoint import SimContext
 from labctl.sim.http import Request, Response, SimHttpsServer, empty_response, json_response, parse_host_port
 
@@ -146,7 +146,7 @@ class DataCollector(SimHttpsServer):
             if req.method != "POST":
                 return result(405, "Method not allowed")
             s, outcome = self.sessions.resolve(req, allow_login=True)
-            if s is None or outcome is not Outcome.NEW:
+            if s is None or outcome is not SessionState.NEW:
                 if s is not None:  # a login with a live cookie: a fresh session all the same
                     self.sessions.end(s)
                     return self.handle(req)
@@ -155,7 +155,7 @@ class DataCollector(SimHttpsServer):
                 )
             return json_response(200, self._connection(s, version), [self.sessions.set_cookie(s)])
         s, outcome = self.sessions.resolve(req, allow_login=False)
-        if outcome is Outcome.EXPIRED:
+        if outcome is SessionState.EXPIRED:
             return result(401, "Session expired; log in again", [self.sessions.clear_cookie()])
         if s is None:
             return result(401, "Unauthorized: log in with ApiConnection/Login")

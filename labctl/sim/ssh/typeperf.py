@@ -66,7 +66,7 @@ TWIN_LAG_S = 0.1
 
 
 @dataclass(frozen=True)
-class Reading:
+class CounterSnapshot:
     counters: ServerCounters
     loopback: bool  # list the XP/2003 loopback interface
 
@@ -76,7 +76,7 @@ class Reading:
 
 
 # A counter's value from (older, newer, instance), or None when PDH would leave it blank.
-Compute = Callable[[Reading, Reading, str], float | None]
+Compute = Callable[[CounterSnapshot, CounterSnapshot, str], float | None]
 
 
 def _per_sec(delta: float, dt: float) -> float | None:
@@ -88,11 +88,11 @@ def _per_sec(delta: float, dt: float) -> float | None:
 # --- Processor ---------------------------------------------------------------------------------
 
 
-def _processor_instances(r: Reading) -> list[str]:
+def _processor_instances(r: CounterSnapshot) -> list[str]:
     return [str(i) for i in range(r.counters.cpu_cores)] + [TOTAL]
 
 
-def _pct_processor_time(a: Reading, b: Reading, _inst: str) -> float | None:
+def _pct_processor_time(a: CounterSnapshot, b: CounterSnapshot, _inst: str) -> float | None:
     dt = b.t - a.t
     busy = b.counters.cpu_busy_core_s - a.counters.cpu_busy_core_s
     cores = b.counters.cpu_cores
@@ -104,33 +104,33 @@ def _pct_processor_time(a: Reading, b: Reading, _inst: str) -> float | None:
 # --- Memory ------------------------------------------------------------------------------------
 
 
-def _available_mbytes(_a: Reading, b: Reading, _inst: str) -> float | None:
+def _available_mbytes(_a: CounterSnapshot, b: CounterSnapshot, _inst: str) -> float | None:
     return float(math.floor(b.counters.memory_available_mb))
 
 
-def _available_kbytes(_a: Reading, b: Reading, _inst: str) -> float | None:
+def _available_kbytes(_a: CounterSnapshot, b: CounterSnapshot, _inst: str) -> float | None:
     return float(math.floor(b.counters.memory_available_mb * 1024))
 
 
-def _available_bytes(_a: Reading, b: Reading, _inst: str) -> float | None:
+def _available_bytes(_a: CounterSnapshot, b: CounterSnapshot, _inst: str) -> float | None:
     return float(math.floor(b.counters.memory_available_mb * 1024 * 1024))
 
 
 # --- Network Interface -------------------------------------------------------------------------
 
 
-def _nic_instances(r: Reading) -> list[str]:
+def _nic_instances(r: CounterSnapshot) -> list[str]:
     return ([LOOPBACK_NIC] if r.loopback else []) + [n.name for n in r.counters.nics]
 
 
-def _nic(r: Reading, inst: str) -> NicCounters | None:
+def _nic(r: CounterSnapshot, inst: str) -> NicCounters | None:
     if inst == LOOPBACK_NIC and r.loopback:
         return NicCounters(LOOPBACK_NIC, 0.0, 0.0, LOOPBACK_BANDWIDTH_BPS)
     return next((n for n in r.counters.nics if n.name == inst), None)
 
 
 def _nic_rate(attr: Callable[[NicCounters], float]) -> Compute:
-    def compute(a: Reading, b: Reading, inst: str) -> float | None:
+    def compute(a: CounterSnapshot, b: CounterSnapshot, inst: str) -> float | None:
         na, nb = _nic(a, inst), _nic(b, inst)
         if na is None or nb is None:
             return None
@@ -139,7 +139,7 @@ def _nic_rate(attr: Callable[[NicCounters], float]) -> Compute:
     return compute
 
 
-def _current_bandwidth(_a: Reading, b: Reading, inst: str) -> float | None:
+def _current_bandwidth(_a: CounterSnapshot, b: CounterSnapshot, inst: str) -> float | None:
     n = _nic(b, inst)
     return None if n is None else n.bandwidth_bps
 
@@ -147,11 +147,11 @@ def _current_bandwidth(_a: Reading, b: Reading, inst: str) -> float | None:
 # --- PhysicalDisk ------------------------------------------------------------------------------
 
 
-def _disk_instances(r: Reading) -> list[str]:
+def _disk_instances(r: CounterSnapshot) -> list[str]:
     return [v.name for v in r.counters.volumes] + [TOTAL]
 
 
-def _volume(r: Reading, inst: str) -> VolumeCounters | None:
+def _volume(r: CounterSnapshot, inst: str) -> VolumeCounters | None:
     vols = r.counters.volumes
     if inst == TOTAL:
         return VolumeCounters(
@@ -170,7 +170,7 @@ def _volume(r: Reading, inst: str) -> VolumeCounters | None:
 def _disk_rate(
     attr: Callable[[VolumeCounters], float], scale: float = 1.0, cap: float | None = None
 ) -> Compute:
-    def compute(a: Reading, b: Reading, inst: str) -> float | None:
+    def compute(a: CounterSnapshot, b: CounterSnapshot, inst: str) -> float | None:
         va, vb = _volume(a, inst), _volume(b, inst)
         if va is None or vb is None:
             return None
@@ -183,7 +183,7 @@ def _disk_rate(
     return compute
 
 
-def _sec_per_transfer(a: Reading, b: Reading, inst: str) -> float | None:
+def _sec_per_transfer(a: CounterSnapshot, b: CounterSnapshot, inst: str) -> float | None:
     va, vb = _volume(a, inst), _volume(b, inst)
     if va is None or vb is None:
         return None
@@ -197,7 +197,7 @@ def _sec_per_transfer(a: Reading, b: Reading, inst: str) -> float | None:
 @dataclass(frozen=True)
 class PerfObject:
     name: str
-    instances: Callable[[Reading], list[str]] | None  # None: a single-instance object (Memory)
+    instances: Callable[[CounterSnapshot], list[str]] | None  # None: a single-instance object (Memory)
     counters: dict[str, Compute]
 
 
@@ -253,14 +253,14 @@ class Column:
         inst = f"({self.instance})" if self.instance is not None else ""
         return f"\\\\{host}\\{self.obj.name}{inst}\\{self.counter}"
 
-    def value(self, a: Reading, b: Reading) -> float | None:
+    def value(self, a: CounterSnapshot, b: CounterSnapshot) -> float | None:
         try:
             return self.obj.counters[self.counter](a, b, self.instance or "")
         except (ArithmeticError, ValueError):
             return None
 
 
-def expand(path: str, env: MachineEnv, reading: Reading) -> list[Column]:
+def expand(path: str, env: MachineEnv, reading: CounterSnapshot) -> list[Column]:
     """The columns a counter path stands for on this machine; [] if it does not resolve."""
     p = path.strip()
     if p.startswith("\\\\"):
@@ -317,17 +317,17 @@ def _loopback(env: MachineEnv) -> bool:
     return "2003" in os_name or "xp" in os_name or "2000" in os_name
 
 
-def read(env: MachineEnv) -> Reading:
-    return Reading(env.ctx.twin.server_counters(env.name), _loopback(env))
+def read(env: MachineEnv) -> CounterSnapshot:
+    return CounterSnapshot(env.ctx.twin.server_counters(env.name), _loopback(env))
 
 
-def at_time(older: Reading, newer: Reading, t: float) -> Reading:
+def at_time(older: CounterSnapshot, newer: CounterSnapshot, t: float) -> CounterSnapshot:
     """The reading at lab time ``t`` between two twin readings (see :mod:`labctl.sim.catchup`)."""
     counters = interpolate(older.counters, newer.counters, fraction(older.t, newer.t, t))
-    return Reading(dataclasses.replace(counters, lab_time_s=t), newer.loopback)
+    return CounterSnapshot(dataclasses.replace(counters, lab_time_s=t), newer.loopback)
 
 
-async def _read_off_loop(sh: Shell, last: Reading) -> Reading:
+async def _read_off_loop(sh: Shell, last: CounterSnapshot) -> CounterSnapshot:
     """A twin reading taken in a worker thread: a twin busy stepping a storm holds its lock for a
     while, and the event loop serves every simulated box's SSH session meanwhile."""
     try:
@@ -455,7 +455,7 @@ async def _query(sh: Shell, expand_instances: bool, object_name: str | None) -> 
         if not objs:
             await sh.out(f"Error: The specified object was not found on the computer.{CRLF}")
             return 1
-    reading: Reading | None = None
+    reading: CounterSnapshot | None = None
     if expand_instances:
         try:
             reading = read(sh.env)

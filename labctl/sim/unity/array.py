@@ -41,7 +41,7 @@ from urllib.parse import unquote
 
 from labctl.inventory.model import StorageArray
 from labctl.sim.arrays.feed import ArrayFeed
-from labctl.sim.arrays.sessions import Outcome, Session, SessionBook
+from labctl.sim.arrays.sessions import Session, SessionBook, SessionState
 from labctl.sim.catchup import boundaries, fraction, interpolate
 from labctl.sim.endpoint import SimContext
 from labctl.sim.http import (
@@ -390,7 +390,7 @@ class UnityArray(SimHttpsServer):
     def _session_for(self, req: Request) -> tuple[Session | None, Response | None, bool]:
         """(session, error response, new login)."""
         s, outcome = self.sessions.resolve(req)
-        if outcome is Outcome.EXPIRED:
+        if outcome is SessionState.EXPIRED:
             return (
                 None,
                 self._error(401, cat.E_SESSION_EXPIRED, headers=[self.sessions.clear_cookie()]),
@@ -404,7 +404,7 @@ class UnityArray(SimHttpsServer):
                 ),
                 False,
             )
-        return s, None, outcome is Outcome.NEW
+        return s, None, outcome is SessionState.NEW
 
     def active_sessions(self) -> int:
         return self.sessions.count()
