@@ -85,6 +85,7 @@ demo: install
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-logo --no-cache
 
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy

@@ -6,11 +6,10 @@ The CLI turns any :class:`LabctlError` into one or more lines on stderr and an e
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from labctl.inventory.model import Lab
+from typing import Protocol
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -51,12 +50,22 @@ class InventoryError(BadInputError):
         super().__init__("\n".join(str(p) for p in problems))
 
 
+class KnownTargets(Protocol):
+    """What :class:`UnknownTargetError` reads of a lab to suggest a name (``labctl.inventory.Lab``
+    has it). A protocol, so that errors stay at the ground and import nothing of labctl."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def machines(self) -> Mapping[str, object]: ...
+    @property
+    def groups(self) -> Mapping[str, object]: ...
+
+
 class UnknownTargetError(BadInputError):
-    def __init__(self, target: str, lab: Lab | None = None):
+    def __init__(self, target: str, lab: KnownTargets | None = None):
         hint = ""
         if lab is not None:
-            import difflib
-
             names = [*lab.machines, *lab.groups]
             close = difflib.get_close_matches(target, names, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""

@@ -314,7 +314,7 @@ class ControllerLink:
             fire_at = fields.get("fire_at")
             order = Order(
                 id=order_id,
-                kind=kind,  # type: ignore[arg-type]
+                kind=kind,
                 lab=self.lab.name,
                 agent=agent,
                 machines=[m.name for m in ms],
@@ -678,7 +678,7 @@ class ControllerLink:
     def feed(self, agent: str, source: str, targets: Sequence[str], interval_s: float) -> MetricSource:
         spec = FeedSpec(
             id=f"{self.run_id}/{self.cell_id}/{next(self._steps):05d}-feed-{source}",
-            source=source,  # type: ignore[arg-type]
+            source=source,
             targets=list(targets),
             interval_s=interval_s,
         )

@@ -69,7 +69,7 @@ class Executor:
             machine=machine,
             kind=m.kind.value if m is not None else "",
             ok=ok,
-            **kw,  # type: ignore[arg-type]
+            **kw,
         )
 
     def run(self, order: Order, emit: Emit, publish_samples: Callable[[SampleBatch], None]) -> OrderDone:

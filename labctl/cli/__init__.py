@@ -10,7 +10,16 @@ import sys
 import click
 
 from labctl import __version__
+from labctl.cli import check_cmd, compare_cmd, inventory_cmd, power_cmd, report_cmd, run_cmd, sim_cmd
+from labctl.cli.agent_cmd import agent, agents
+from labctl.cli.baseline_cmd import baseline
+from labctl.cli.certify_cmd import certify
 from labctl.cli.common import run_cli
+from labctl.cli.lease_cmd import lease
+from labctl.cli.nightly_cmd import nightly
+from labctl.cli.quarantine_cmd import quarantine
+from labctl.cli.runs_cmd import runs
+from labctl.cli.size_cmd import size
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -29,16 +38,6 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from labctl.cli import check_cmd, compare_cmd, inventory_cmd, power_cmd, report_cmd, run_cmd, sim_cmd
-    from labctl.cli.agent_cmd import agent, agents
-    from labctl.cli.baseline_cmd import baseline
-    from labctl.cli.certify_cmd import certify
-    from labctl.cli.lease_cmd import lease
-    from labctl.cli.nightly_cmd import nightly
-    from labctl.cli.quarantine_cmd import quarantine
-    from labctl.cli.runs_cmd import runs
-    from labctl.cli.size_cmd import size
-
     for command in (
         inventory_cmd.inventory,
         sim_cmd.sim,

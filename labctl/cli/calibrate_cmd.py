@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from labctl.cli import calibrate_vdi
-from labctl.cli.common import config_option, lab_option
+from labctl.cli.common import config_option, lab_option, run_cli
 from labctl.inventory import load_lab
 from labctl.inventory.model import Lab
 from labctl.sim.twin import hardware as hwm
@@ -282,8 +282,6 @@ def _why_lines(cal: Calibration) -> list[str]:
 
 
 def main() -> None:
-    from labctl.cli.common import run_cli
-
     group = click.Group(commands={"calibrate": calibrate})
     sys.argv.insert(1, "calibrate")
     sys.exit(run_cli(group))

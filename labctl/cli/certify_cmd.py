@@ -62,7 +62,7 @@ def certify(
       labctl certify 20261124-051008-boot_storm_copy_reboot_ha_comparison-275d --customer "Acme"
       labctl certify results/RUN_A results/RUN_B --out /tmp/cert --date 2026-11-24
     """
-    from labctl.report.build import resolve_run
+    from labctl.report.build import resolve_run  # matplotlib: loaded when the command runs
     from labctl.report.certify.document import certify as write
     from labctl.report.certify.model import Status
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections import Counter
 from pathlib import Path
 
@@ -129,7 +130,6 @@ def _is_next(prev: str | None, cur: str | None, step: int) -> bool:
         return prev is cur
     if ":" in prev:
         return int(cur.replace(":", ""), 16) == int(prev.replace(":", ""), 16) + step
-    import ipaddress
 
     return int(ipaddress.ip_address(cur)) == int(ipaddress.ip_address(prev)) + step
 

@@ -34,10 +34,14 @@ from labctl.cli.runs_cmd import store_option
 from labctl.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInputError, LabctlError
 from labctl.inventory.load import load_lab
 from labctl.inventory.model import Lab
+from labctl.lab.lease import LeaseHeld, holder_description, lease_resource, open_lease_store
 from labctl.recorder.runfolder import RunFolder
 from labctl.recorder.sinks.allure import ALLURE_RESULTS_DIR
+from labctl.report.allure_regressions import mark_regressions
+from labctl.report.summary_text import Verdict, markdown, night_verdict, text
 from labctl.store import ResultsStore, StoreError, default_store_url, import_run, open_store
 from labctl.store.folder import RunFolderData, read_run_folder
+from labctl.store.history import ALLURE_HISTORY_FILE, allure_history_from_store, night_history
 from labctl.store.rows import utc
 
 if TYPE_CHECKING:
@@ -97,8 +101,6 @@ def _check_lease(lab: Lab, wait_s: float) -> None:
     """One line naming the holder when another run holds the lab (the run takes the lease itself,
     from the same store: the lab's hub when it has site agents; this only spares the log a pytest
     session that stops at once)."""
-    from labctl.lab.lease import LeaseHeld, holder_description, lease_resource, open_lease_store
-
     agents = lab.agents
     leases = open_lease_store(
         agents.hub if agents else None, hub_domain=agents.hub_domain if agents else None
@@ -151,8 +153,6 @@ def judge(
 ) -> tuple[NightVerdict, Comparison | None, dict[str, str], list[str]]:
     """Store, compare and report one run folder. Returns the verdict, the comparison (None: not
     compared), the report links and notes for the log."""
-    from labctl.report.summary_text import Verdict, night_verdict  # numpy (the comparison)
-
     data = read_run_folder(run_dir)
     notes = [f"store {store.url}: {ensure_stored(store, data)}"]
     figures = data.figures()
@@ -188,9 +188,7 @@ def _reports(
 ) -> list[str]:
     """The trends page (always: it is cheap) and, with ``report``, Allure (regressed cells marked,
     history from the store) and the figures page. A report that fails is a note: the verdict stands."""
-    from labctl.report.allure_regressions import mark_regressions
-    from labctl.report.trends import write_trends_page
-    from labctl.store.history import ALLURE_HISTORY_FILE, allure_history_from_store, night_history
+    from labctl.report.trends import write_trends_page  # matplotlib: loaded when the page is drawn
 
     info, run_dir = data.info, data.path
     nights = night_history(store, info.lab, info.plan, until=_started(data))
@@ -234,8 +232,6 @@ def _links(run_dir: Path, report_url: str | None) -> dict[str, str]:
 def _write_summaries(
     run_dir: Path, verdict: NightVerdict, comparison: Comparison | None, links: dict[str, str]
 ) -> str:
-    from labctl.report.summary_text import markdown, text
-
     folder = RunFolder.open(run_dir)
     folder.write_text(SUMMARY_MD, markdown(verdict, comparison, links))
     plain = text(verdict, comparison, links)

@@ -33,7 +33,7 @@ def report(run: str | None, results_dir: Path | None, history: bool, open_: bool
       labctl report                                      # the latest run in results/
       labctl report 20261121-020000-boot_storm-a1b2 --open
     """
-    from labctl.report.build import build_report, resolve_run
+    from labctl.report.build import build_report, resolve_run  # matplotlib: loaded when the command runs
 
     run_dir = resolve_run(run, resolve_results_dir(results_dir))
     built = build_report(run_dir, history=history)  # history next to the run: <results>/allure-history.jsonl

@@ -44,7 +44,7 @@ def plan_files(plan: str) -> list[Path]:
 
 def _pytest_exit_to_labctl(code: int) -> int:
     """pytest's exit codes as labctl's: 0 ok, 1 a failed run, 2 bad input, 130 interrupted."""
-    import pytest
+    import pytest  # pytest: loaded when a plan runs, not for --help
 
     mapping: dict[int, int] = {
         pytest.ExitCode.OK: EXIT_OK,
@@ -130,7 +130,7 @@ def run(
             click.echo("no run folder was written (nothing ran?)", err=True)
         return code if code != EXIT_OK else EXIT_BAD_INPUT
     if report:
-        from labctl.report.build import build_report
+        from labctl.report.build import build_report  # matplotlib: loaded when the report is built
 
         try:
             click.echo(f"report: {build_report(run_dir)}")
@@ -167,7 +167,7 @@ def run_plans(
 ) -> PlanRun:
     """Run the plan modules ``files`` in one pytest session (one run folder, one lease on the lab)
     with labctl's plugin options; the code path of `labctl run` and `labctl nightly`."""
-    import pytest
+    import pytest  # pytest: loaded when a plan runs, not for --help
 
     args = [str(f) for f in dict.fromkeys(files)]
     # plan cells have their own lab-time deadlines; the test suite's wall-clock timeout is not for

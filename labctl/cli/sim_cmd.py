@@ -15,9 +15,10 @@ from rich.table import Table
 
 from labctl.cli.calibrate_cmd import calibrate
 from labctl.cli.common import config_option, lab_option
-from labctl.errors import EXIT_FAILED, EXIT_OK, LabctlError
+from labctl.errors import EXIT_FAILED, EXIT_OK, BadInputError, LabctlError
 from labctl.inventory.load import display_path
 from labctl.sim.endpoint import EndpointInfo
+from labctl.sim.faults import parse_fault_option
 from labctl.sim.simlab import EndpointHealth, SimNotRunningError, SimulatedLab, describe_faults
 from labctl.sim.state import default_state_dir, read_state, resolve_state_dir, state_path
 
@@ -174,9 +175,6 @@ def up(
     Runs in the background until `labctl sim down`. Exits 2 if one is already running or an
     address it needs is taken.
     """
-    from labctl.errors import BadInputError
-    from labctl.sim.faults import parse_fault_option
-
     for f in faults:
         try:
             parse_fault_option(f)

@@ -16,7 +16,25 @@ from typing import Any, TypeVar
 
 import click
 
+from labctl.cli.common import RESULTS_ENV, resolve_results_dir
 from labctl.errors import BadInputError
+from labctl.sizing import (
+    ArrayCapability,
+    MeasuredProfile,
+    Phase,
+    PhaseLoad,
+    SizingInputError,
+    capacity_headroom,
+    desktops_per_array,
+    drives_needed,
+    functional_iops,
+    nic_ports_needed,
+    raid_set_functional_iops,
+    raw_iops_needed,
+    size_from_measurements,
+    storm_drives,
+)
+from labctl.sizing.from_run import measured_profile
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,8 +48,6 @@ def _calculator(f: F) -> F:
 
     @wraps(f)
     def run(*args: Any, as_json: bool, **kwargs: Any) -> int:
-        from labctl.sizing import SizingInputError
-
         try:
             result = f(*args, **kwargs)
         except SizingInputError as exc:
@@ -112,8 +128,6 @@ def functional_iops_cmd(
       labctl size functional-iops --raw-iops 1000 --write-share 50% --raid 5      # 400 IOPS
       labctl size functional-iops --drives 4 --drive-type 10k --write-share 100% --raid 10
     """
-    from labctl.sizing import functional_iops, raid_set_functional_iops
-
     if (raw_iops is None) == (drives is None):
         raise BadInputError("give either --raw-iops or --drives (with --drive-type or --iops-per-drive)")
     if drives is not None:
@@ -137,8 +151,6 @@ def raw_iops_cmd(functional_iops: str, write_share: str, raid: str) -> Any:
     Example (the 2012 paper's one-array steady state, Tables 6 and 7):
       labctl size raw-iops --functional-iops 4500 --write-share 99.8% --raid 10    # 8991 IOPS
     """
-    from labctl.sizing import raw_iops_needed
-
     return raw_iops_needed(functional_iops, write_share, raid)
 
 
@@ -187,8 +199,6 @@ def drives_cmd(
           --boot-iops-per-desktop 18 --boot-write-share 87% --raid 10 --drive-type 15k
       labctl size drives --functional-iops 4500 --write-share 99.8% --raid 6 --iops-per-drive 1400
     """
-    from labctl.sizing import PhaseLoad, drives_needed, storm_drives
-
     if functional_iops is not None:
         if write_share is None:
             raise BadInputError(
@@ -246,8 +256,6 @@ def capacity_cmd(
       labctl size capacity --array-capacity-gb 2539 --vdisk-size-gb 25 --vdisk-count 6 \\
           --vm-ram-gb 1 --write-cache-gb 1.5                                    # 642
     """
-    from labctl.sizing import desktops_per_array
-
     return desktops_per_array(
         array_capacity_gb,
         vdisk_size_gb,
@@ -275,8 +283,6 @@ def headroom_cmd(array_capacity_gb: str, used_gb: str, required_share: str) -> A
     Example (the paper's two-array pool, 8 x 500 GB + 150 GB of volumes, "more than 18 %"):
       labctl size headroom --array-capacity-gb 5079 --used-gb 4150
     """
-    from labctl.sizing import capacity_headroom
-
     return capacity_headroom(array_capacity_gb, used_gb, required_share)
 
 
@@ -345,8 +351,6 @@ def measured_cmd(
       labctl size measured --run RUN --desktops 100 --drive-type 10k
     (RUN: a run folder, or a run id under results/, as `labctl runs` lists them)
     """
-    from labctl.sizing import MeasuredProfile, Phase, PhaseLoad, size_from_measurements
-
     given = {
         Phase.BOOT: (boot_iops_per_desktop, boot_write_share),
         Phase.LOGIN: (login_iops_per_desktop, login_write_share),
@@ -390,9 +394,7 @@ def _given_any(*values: str | None) -> bool:
 
 def _run_profile(run: str) -> Any:
     """The measured profile of RUN (a folder, or a run id in the results folder)."""
-    from labctl.cli.common import RESULTS_ENV, resolve_results_dir
-    from labctl.report.build import resolve_run
-    from labctl.sizing.from_run import measured_profile
+    from labctl.report.build import resolve_run  # matplotlib: only for --run
 
     # no --results-dir of its own: $LABCTL_RESULTS as every command that reads runs honours it
     env = os.environ.get(RESULTS_ENV)
@@ -401,8 +403,6 @@ def _run_profile(run: str) -> Any:
 
 def _array(measured: Any, iops: str | None, write_share: str | None, raid: str | None) -> Any:
     """The array's capability: the options given, the rest from the run."""
-    from labctl.sizing import ArrayCapability
-
     if measured is None:
         missing = [
             n
@@ -443,6 +443,4 @@ def nic_ports_cmd(
     Example (2007: over 60 % on each of two GbE ports at 50 clients; one port saturates):
       labctl size nic-ports --peak-utilisation-share 60% --ports 2 --on-ports 1
     """
-    from labctl.sizing import nic_ports_needed
-
     return nic_ports_needed(peak_utilisation_share, ports, max_utilisation_share, on_ports)

@@ -359,7 +359,7 @@ def band_problems(b: dict[str, Bound], *, has_marginal: bool) -> list[tuple[str,
 
     def num(k: str) -> float | None:
         v = b.get(k)
-        return float(v) if isinstance(v, int | float) else None  # type: ignore[arg-type]
+        return float(v) if isinstance(v, int | float) else None
 
     out: list[tuple[str, str, str]] = []
     for band in ("pass", "marginal") if has_marginal else ("pass",):

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import certifi
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
@@ -95,8 +96,6 @@ def requests_verify(tls: Tls) -> bool | str:
 
 
 def default_ca_bundle() -> str:
-    import certifi
-
     return str(certifi.where())
 
 

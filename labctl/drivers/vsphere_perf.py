@@ -111,7 +111,7 @@ class PerfQuery:
         self.workers = workers
         resolved, missing = client.resolve_counters(c for t in targets for c, _ in t.counters)
         if missing:
-            from labctl.drivers.vsphere import VSphereError
+            from labctl.drivers.vsphere import VSphereError  # vsphere imports this module
 
             raise VSphereError(
                 client.endpoint,
@@ -279,7 +279,7 @@ class PerfReader:
             if self.vms:
                 refs, unknown = c.vm_refs(self.vms)
                 if unknown:
-                    from labctl.drivers.vsphere import VSphereError
+                    from labctl.drivers.vsphere import VSphereError  # vsphere imports this module
 
                     raise VSphereError(
                         c.endpoint,

@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
+from labctl.errors import UnknownTargetError
 from labctl.inventory.agents import Agents, AgentsSpec
 from labctl.inventory.faults import FaultSpec
 from labctl.inventory.twin_params import TwinParameters
@@ -453,8 +454,6 @@ class Lab(Frozen):
         try:
             return self.machines[name]
         except KeyError:
-            from labctl.errors import UnknownTargetError
-
             raise UnknownTargetError(name, self) from None
 
     @property

@@ -33,6 +33,7 @@ from labctl.errors import EndpointError, LabctlError
 from labctl.inventory.model import Lab, Machine, MachineKind
 from labctl.lab.power.backend import in_pool
 from labctl.lab.power.model import Action, State
+from labctl.lab.sites import link_for
 
 if TYPE_CHECKING:
     from labctl.lab.session import LabSession
@@ -146,8 +147,6 @@ def check_devices(
     remote = [m for m in ms if m.agent]
     out = check_local(session, local, wake=wake, wake_timeout_s=wake_timeout_s)
     if remote:
-        from labctl.lab.sites import link_for
-
         out.update(link_for(session).health(remote, wake=wake, wake_timeout_s=wake_timeout_s))
     return {m.name: out[m.name] for m in ms}
 

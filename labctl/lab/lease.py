@@ -349,6 +349,6 @@ def open_lease_store(
             bucket=os.environ.get(LEASE_BUCKET_VAR) or DEFAULT_BUCKET,
             js_domain=hub_domain or os.environ.get(HUB_DOMAIN_VAR) or None,
         )
-    from labctl.lab.lease_file import FileLeaseStore
+    from labctl.lab.lease_file import FileLeaseStore  # the file store imports this module
 
     return FileLeaseStore(lease_dir)

@@ -197,7 +197,7 @@ class LabSession:
     @property
     def power(self) -> Power:
         if self._power is None:
-            from labctl.lab.power import Power
+            from labctl.lab.power import Power  # power imports this module (it takes the session)
 
             self._power = Power(self)
         return self._power
@@ -214,7 +214,7 @@ class LabSession:
     @property
     def sources(self) -> Sources:
         if self._sources is None:
-            from labctl.lab.sources import Sources
+            from labctl.lab.sources import Sources  # sources import this module
 
             self._sources = Sources(self)
         return self._sources
@@ -230,14 +230,14 @@ class LabSession:
         answering: bool = False,
     ) -> dict[str, Readiness]:
         """Wait until each machine is up; see :func:`labctl.lab.ready.wait_ready`."""
-        from labctl.lab.ready import wait_ready
+        from labctl.lab.ready import wait_ready  # ready imports this module
 
         machines = (
             selector if selector and isinstance(selector, list) and isinstance(selector[0], Machine) else None
         )
         ms: list[Machine] = machines if machines is not None else self.machines(selector)  # type: ignore[arg-type]
         if any(m.agent for m in ms):  # site agents watch their own machines
-            from labctl.lab.sites import wait_ready_split
+            from labctl.lab.sites import wait_ready_split  # sites imports this module
 
             return wait_ready_split(
                 self, ms, timeout_s=timeout_s, deadline=deadline, expect_boot=expect_boot, stop=stop

@@ -116,7 +116,7 @@ class CellDisplay:
             self._live.start()
 
     def _render(self) -> Any:
-        from rich.console import Group
+        from rich.console import Group  # rich: only for a person at a terminal
         from rich.progress_bar import ProgressBar
         from rich.table import Table
         from rich.text import Text

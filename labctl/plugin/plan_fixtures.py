@@ -48,10 +48,11 @@ from labctl.plugin.options import session_lab, settings
 from labctl.plugin.plans import PlanParams, load_plan_params
 from labctl.plugin.runner import CellRun, CellRunner, Interrupted, store_sink
 from labctl.plugin.selection import CellSpec, cell_spec, deselect
-from labctl.recorder.cell_files import read_cell_summaries
+from labctl.recorder.cell_files import cell_id, read_cell_summaries
 from labctl.recorder.runfolder import RunFolder
 from labctl.recorder.sinks import SinkSet
 from labctl.records.run_record import RunInfo
+from labctl.report import allure_helpers as A
 from labctl.scenarios.base import Scenario
 
 _param_errors_key = pytest.StashKey[list[str]]()
@@ -403,7 +404,6 @@ def reuse_cell(run_folder: RunFolder) -> Callable[..., Any]:
     """``reuse_cell(plan, configuration, *params) -> CellSummary | None``: the summary of that cell
     when it was already measured in this run by its own plan, e.g. the standalone boot-storm cells
     of ``labctl run 2007`` reused by the HA comparison (its record and Allure result are its own)."""
-    from labctl.recorder.cell_files import cell_id
 
     def reuse(plan: str, configuration: str, *params: Any) -> Any:
         summary = read_cell_summaries(run_folder).get(cell_id(plan, configuration, *params))
@@ -442,7 +442,6 @@ def _write_allure_environment(config: pytest.Config, env: LabEnvironment) -> Non
     runners = config.stash.get(_runner_key, {})
     if not runners:
         return
-    from labctl.report import allure_helpers as A  # the report layer's file helpers
 
     target = next(iter(runners.values())).run_folder.path / "allure-results"
     target.mkdir(parents=True, exist_ok=True)

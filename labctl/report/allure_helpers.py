@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import allure
 
+from labctl import __version__
+from labctl.criteria.errors import LabFault, NoDataError, ThresholdFailure
 from labctl.recorder.sinks import allure as allure_sink
 from labctl.records.run_record import CellVerdict, CriterionVerdict
 from labctl.report import charts
@@ -138,7 +140,6 @@ def report_verdict(
 
     For a test that judges its own cell under allure-pytest; the cell runner's Allure sink
     (:class:`~labctl.recorder.sinks.AllureSink`) does the same from the cell record."""
-    from labctl.criteria.errors import LabFault, NoDataError, ThresholdFailure
 
     def marker(outcome: str, message: str, required: bool = True) -> Exception | None:
         if outcome == "fail":
@@ -255,8 +256,6 @@ def read_properties(path: str | Path) -> dict[str, str]:
 def lab_environment(lab: Any, **versions: Any) -> dict[str, Any]:
     """What ``environment.properties`` should say about a lab (a resolved inventory ``Lab``),
     plus the versions read from its endpoints (``pvs-01 BIOS="2.7.0"``, ``vCenter="8.0.2"``)."""
-    from labctl import __version__
-
     env: dict[str, Any] = {
         "lab": lab.name,
         "configuration": lab.configuration.name if lab.configuration is not None else None,

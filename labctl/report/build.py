@@ -28,6 +28,7 @@ from labctl.recorder.runfolder import read_run_info
 from labctl.records.run_record import RunOutcome
 from labctl.report.allure_fill import fill_missing
 from labctl.report.allure_helpers import ALLURE_RESULTS_DIR, CATEGORIES, write_categories
+from labctl.report.figures import write_figures_page
 from labctl.report.offline import external_references, make_offline
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -290,8 +291,6 @@ def build_report(
     command: list[str] | None = None,
 ) -> BuiltReport:
     """The Allure report and the figures page of one run folder."""
-    from labctl.report.figures import write_figures_page
-
     run = Path(run)
     if history is True:
         hist: Path | None = (results_dir or run.parent) / HISTORY_FILE

@@ -49,7 +49,7 @@ def interpolate(older: T, newer: T, f: float) -> T:
     """
     if f >= 1.0 or older is newer:
         return newer
-    return _lerp(older, newer, f)  # type: ignore[no-any-return]
+    return _lerp(older, newer, f)
 
 
 def _lerp(a: Any, b: Any, f: float) -> Any:

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from labctl.inventory.credentials import SECRETS_FILE_VAR
 from labctl.inventory.model import Lab
@@ -103,9 +105,6 @@ def _key_name(ref: str) -> str:
 
 
 def _generate_key(state_dir: Path, ref: str) -> str:
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
     keys = state_dir / KEYS_DIR
     keys.mkdir(mode=0o700, exist_ok=True)
     path = keys / _key_name(ref)
@@ -125,16 +124,13 @@ def _public_key_line(private_key_path: Path) -> str:
     pub = private_key_path.with_name(private_key_path.name + ".pub")
     if pub.exists():
         return pub.read_text().strip()
-    from cryptography.hazmat.primitives import serialization
 
     data = private_key_path.read_bytes()
     try:
         key = serialization.load_ssh_private_key(data, password=None)
     except ValueError:
         key = serialization.load_pem_private_key(data, password=None)  # type: ignore[assignment]
-    public = key.public_key().public_bytes(  # type: ignore[union-attr]
-        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
-    )
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
     return public.decode()
 
 

@@ -45,8 +45,13 @@ from labctl.inventory.model import Lab
 from labctl.sim.certs import CA_FILE
 from labctl.sim.endpoint import PortInUseError, SimContext, SimEndpoint
 from labctl.sim.faults import FaultBook, parse_fault_option
+from labctl.sim.secrets import sim_secrets
 from labctl.sim.state import SIMD_READY_FILE, write_text_atomic
 from labctl.sim.twin.interface import LabTwin
+from labctl.sim.twin.placeholder import PlaceholderTwin
+from labctl.sim.vcenter.guest import GuestUpdater
+from labctl.sim.vcenter.launcher import write_faults_file
+from labctl.sim.vcenter.topology import fault_entries, topology
 
 log = logging.getLogger("labctl.sim.simd")
 
@@ -83,7 +88,6 @@ def make_twin(kind: str, lab: Lab, clock: LabClock, faults: FaultBook) -> tuple[
                 "--twin physical: the physical lab twin (labctl.sim.twin.build_twin) is not built yet;"
                 " use --twin placeholder"
             )
-    from labctl.sim.twin.placeholder import PlaceholderTwin
 
     # client_never_wakes is applied by the WoL listener through the FaultBook (after_s, probability)
     return PlaceholderTwin(lab, clock), "placeholder"
@@ -104,7 +108,6 @@ class Simulator:
         self.fault_specs = [*self.lab.faults, *(_parse_fault(f) for f in args.fault)]
         self.faults = FaultBook(self.fault_specs, self.clock, seed=self.lab.seed)
         self.twin, self.twin_kind = make_twin(args.twin, self.lab, self.clock, self.faults)
-        from labctl.sim.secrets import sim_secrets
 
         self.secrets = sim_secrets(self.lab, self.state_dir, generate=False).values
         self.ctx = SimContext(self.lab, self.twin, self.faults, self.clock, self.state_dir, self.secrets)
@@ -164,8 +167,6 @@ class Simulator:
         ]
         if not vcenters:
             return
-        from labctl.sim.vcenter.guest import GuestUpdater
-        from labctl.sim.vcenter.topology import topology
 
         for vc in vcenters:
             ca = self.state_dir / CA_FILE  # labctl-vcsim's certificate is from the lab's CA
@@ -246,9 +247,6 @@ class Simulator:
 
     def publish_vcenter_faults(self) -> None:
         """Hand vcenter_task_fails faults to the labctl-vcsim processes (they re-read this file)."""
-        from labctl.sim.vcenter.launcher import write_faults_file
-        from labctl.sim.vcenter.topology import fault_entries, topology
-
         for vc in self.lab.vcenters.values():
             if (self.state_dir / "vcenter").is_dir() and any(m.vcenter == vc.name for m in self.lab.vms):
                 entries = fault_entries(topology(self.lab, vc), self.fault_specs, self.clock.scale)

@@ -56,6 +56,7 @@ from labctl.sim.state import (
     up_lock,
     write_state,
 )
+from labctl.sim.vcenter.launcher import VcsimLaunch, launch_vcenter
 
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 HEALTH_TIMEOUT_S = 1.0
@@ -339,8 +340,6 @@ class SimulatedLab:
         return self
 
     def _launch(self, lab: Lab, secrets: SimSecrets, t0: float) -> SimState:
-        from labctl.sim.vcenter.launcher import VcsimLaunch, launch_vcenter
-
         specs = [*lab.faults, *(_fault_spec(f) for f in self.faults)]
         anchor = time.time()
         marker = str(self.state_dir)

@@ -14,6 +14,7 @@ dirs).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -151,8 +152,6 @@ def up_lock(state_dir: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None
 
     Waits at most ``timeout_s`` for another holder (an `up` holds it while its lab starts), then
     raises LabctlError."""
-    import fcntl
-
     ensure_state_dir(state_dir)
     path = state_dir / LOCK_FILE
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)

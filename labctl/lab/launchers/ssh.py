@@ -60,7 +60,7 @@ class SshLauncherBackend:
         )
         return res.stdout
 
-    def _parsed(self, launcher: Launcher, fn, *args):  # type: ignore[no-untyped-def]
+    def _parsed(self, launcher: Launcher, fn, *args):
         try:
             return fn(*args)
         except wire.ProtocolError as exc:

@@ -34,6 +34,6 @@ class AgentBackend:
         link_for(self.s).act(verb, machines, gate, report)
 
     def states(self, machines: Sequence[Machine]) -> dict[str, MachineState]:
-        from labctl.lab.sites import link_for
+        from labctl.lab.sites import link_for  # as above
 
         return link_for(self.s).states(machines)

@@ -189,7 +189,7 @@ def combine(parts: list[VolumeRates], name: str, controller: str = "") -> Volume
     if not parts:
         return VolumeRates(name, controller, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, None, None, 0.0)
 
-    def weighted(pick_lat, pick_n):  # type: ignore[no-untyped-def]
+    def weighted(pick_lat, pick_n):
         pairs = [(pick_lat(p), pick_n(p)) for p in parts if pick_lat(p) is not None and pick_n(p) > 0]
         total = sum(n for _, n in pairs)
         return sum(lat * n for lat, n in pairs) / total if total > 0 else None

@@ -28,6 +28,7 @@ import numpy as np
 
 from labctl.inventory.model import Lab
 from labctl.sim.twin import hardware as hwm
+from labctl.sim.twin.copies import PATHS, copy_limits, expected_copy_s, run_copy_cell
 from labctl.sim.twin.storm import STORM_WINDOW_S, StormResult, run_storm
 
 GROUP_SIZES = (1, 5, 10, 25, 50, 75, 100)
@@ -351,8 +352,6 @@ def copy_table(
     lab: Lab, sizes: tuple[int, ...] = COPY_SIZES, progress: Callable[[str, int], None] | None = None
 ) -> list[CopyRow]:
     """Each copy path alone and with 25 / 50 copiers: the physics' expectation beside the twin."""
-    from labctl.sim.twin.copies import PATHS, copy_limits, expected_copy_s, run_copy_cell
-
     rows = []
     for path in PATHS:
         for n in sizes:

@@ -654,7 +654,7 @@ class TwinModel:
         vs = self.topo.vdisk_server
         if remote.any() and vs in self.caches:
             far = miss.copy()
-            far[remote] = miss[remote] * ~self.caches[vs].hit(chunk[remote])  # type: ignore[index]
+            far[remote] = miss[remote] * ~self.caches[vs].hit(chunk[remote])
         return miss, far
 
     def _demands(self, act: np.ndarray) -> tuple[Demands, dict[str, np.ndarray]]:
@@ -1079,7 +1079,7 @@ class TwinModel:
                 self.caches[key].touch(touched, self.t)
                 remote = self.topo.vdisk_server
                 if remote in self.caches and remote != key:
-                    self.caches[remote].touch(touched, self.t)  # type: ignore[index]
+                    self.caches[remote].touch(touched, self.t)
         if self.share_cache is not None and copying.any():
             k = np.flatnonzero(copying & (self.cp_src[act] == SRC_SMB))
             if k.size:

@@ -46,6 +46,7 @@ from labctl.sim.twin.interface import (
     VolumeCounters,
 )
 from labctl.sim.twin.model import CopyRecord, TwinModel
+from labctl.sim.twin.storm import warm_caches
 from labctl.sim.twin.vdi import views
 from labctl.sim.twin.vdi.implicit import vdi_of
 from labctl.sim.twin.vdi.model import VdiModel
@@ -110,8 +111,6 @@ class PhysicalTwin:
         self._lock = threading.RLock()
         self.model = TwinModel(lab, start_t=clock.now())
         if warm_vdisk_cache:
-            from labctl.sim.twin.storm import warm_caches
-
             warm_caches(self.model)
         self._ids = itertools.count(1)
         self._wall_driven = not isinstance(clock, FastForwardClock)

@@ -358,7 +358,7 @@ def _ports(n: int) -> str:
     return "1 port" if n == 1 else f"{n} ports"
 
 
-def _lab_volume(ctx: Context, c: CellView) -> dict | None:  # type: ignore[type-arg]
+def _lab_volume(ctx: Context, c: CellView) -> dict | None:
     disk = c.entity("write_cache_disk")
     lab = ctx.inputs.lab(c.configuration)
     return lab.volume(disk) if lab is not None and disk else None
