@@ -24,7 +24,7 @@ import wakeonlan
 from labctl.errors import LabctlError
 from labctl.inventory import resolve_credential
 from labctl.inventory.credentials import SECRETS_FILE_VAR
-from labctl.sim import lab as sim_lab_module
+from labctl.sim import simlab as sim_lab_module
 from labctl.sim.endpoint import PortInUseError
 from labctl.sim.simlab import SimAlreadyRunningError, SimulatedLab, leftover_processes
 from labctl.sim.state import STATE_DIR_VAR, ProcessRecord, read_state, stop_processes, up_lock
