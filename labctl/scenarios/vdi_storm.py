@@ -274,7 +274,9 @@ class VdiStorm(Scenario):
         return self._params if self._params is not None else {"prebooted_pct": self.prebooted_pct}
 
     def sample_interval_s(self) -> float:
-        return self.settings.sample_interval_s
+        # the polled sources (arrays) are built with this interval and judged by the samples it
+        # promises; the recorder reads them every poll_interval_s, so they promise no more than that
+        return max(self.settings.sample_interval_s, self.settings.poll_interval_s)
 
     def poll_interval_s(self) -> float:
         return self.settings.poll_interval_s

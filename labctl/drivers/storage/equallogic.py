@@ -129,6 +129,7 @@ class EqualLogicDriver(StorageDriver):
         self._clock_base = 0.0  # member clock at sysUpTime 0
         self._rates = RateTracker()
         self._tiers_prev: dict[str, tuple[float, list[float]]] = {}
+        self._slots = len(CONTROLLER_NAMES)  # control module rows asked for in each poll
         self._started = False
 
     # --- SNMP plumbing ---------------------------------------------------------------------------
@@ -176,12 +177,13 @@ class EqualLogicDriver(StorageDriver):
             self._target,
             ContextData(),
             *(ObjectType(ObjectIdentity(o)) for o in oids),
+            lookupMib=False,  # numeric OIDs in, raw values out: resolving answers through MIBs costs a poll
         )
         ei, es, _idx, var_binds = self._run(coro, action)
         self._check(ei, es, action)
         out = {}
         for vb in var_binds:
-            oid, value = tuple(vb[0].get_oid()), vb[1]
+            oid, value = tuple(vb[0]), vb[1]
             if value.__class__.__name__ not in ("NoSuchObject", "NoSuchInstance", "EndOfMibView"):
                 out[oid] = value
         return out
@@ -201,10 +203,11 @@ class EqualLogicDriver(StorageDriver):
                 50,
                 ObjectType(ObjectIdentity(base)),
                 lexicographicMode=False,
+                lookupMib=False,
             ):
                 self._check(ei, es, action)
                 for vb in var_binds:
-                    got[tuple(vb[0].get_oid())[len(base) :]] = vb[1]
+                    got[tuple(vb[0])[len(base) :]] = vb[1]
             return got
 
         return dict(self._run(walk(), action))
@@ -327,6 +330,7 @@ class EqualLogicDriver(StorageDriver):
         self._clock_base = (
             float(clock.get((*MEMBER, 2, *self.member), 0)) - float(clock.get(SYS_UPTIME, 0)) / 100.0
         )
+        self._slots = max(len(CONTROLLER_NAMES), len(self.controllers()))
         self._rates = RateTracker()
         self._tiers_prev = {}
         # the baseline reading: the first read_metrics already has an interval to report
@@ -339,17 +343,32 @@ class EqualLogicDriver(StorageDriver):
 
     def read_counters(self, primary: str | None = None) -> list[LunCounters]:
         """Every volume's counters, ``VOLUMES_PER_GET`` rows per GET, each GET with its sysUpTime."""
-        out = []
         if primary is None:
             primary = next((c.controller for c in self.controllers() if c.state == "active"), None)
+        _, out = self._poll(primary)
+        return out
+
+    def _poll(self, primary: str | None = None) -> tuple[list[ControllerMetrics], list[LunCounters]]:
+        """One poll in as few round trips as fit: the first GET carries the member's controller
+        count and roles with the first volumes' rows (``primary`` None: the active one of them)."""
+        assert self.member is not None
+        m = self.member
+        head = [(*MEMBER_CHASSIS, 3, *m), *((*CONTROLLER, 9, *m, k) for k in range(1, self._slots + 1))]
         rows = list(self._volumes.items())
-        for k in range(0, len(rows), VOLUMES_PER_GET):
-            chunk = rows[k : k + VOLUMES_PER_GET]
-            oids = [SYS_UPTIME, *((*VOLUME_STATS, c, *idx) for idx, _ in chunk for c in STATS_COLUMNS)]
-            got = self._get(oids, f"read volumes {chunk[0][1]}..{chunk[-1][1]}")
+        chunks = [rows[k : k + VOLUMES_PER_GET] for k in range(0, len(rows), VOLUMES_PER_GET)] or [[]]
+        ctrls: list[ControllerMetrics] = []
+        out: list[LunCounters] = []
+        for n, chunk in enumerate(chunks):
+            vols = [(*VOLUME_STATS, c, *idx) for idx, _ in chunk for c in STATS_COLUMNS]
+            action = f"read volumes {chunk[0][1]}..{chunk[-1][1]}" if chunk else "read the member"
+            got = self._get([SYS_UPTIME, *(head if n == 0 else []), *vols], action)
             if SYS_UPTIME not in got:
                 continue
             ts = self._ts(got[SYS_UPTIME])
+            if n == 0:
+                ctrls = self._controller_states(got, ts)
+                if primary is None:
+                    primary = next((c.controller for c in ctrls if c.state == "active"), None)
             for idx, name in chunk:
                 if any((*VOLUME_STATS, c, *idx) not in got for c in STATS_COLUMNS):
                     continue  # a volume deleted since the list was read
@@ -369,6 +388,20 @@ class EqualLogicDriver(StorageDriver):
                         controller=primary,
                     )
                 )
+        return ctrls, out
+
+    def _controller_states(self, got: dict[tuple[int, ...], Any], ts: float) -> list[ControllerMetrics]:
+        """Control modules from one GET of the chassis count and the role column (a module that no
+        longer answers has no row: failed)."""
+        assert self.member is not None
+        m = self.member
+        n = int(got.get((*MEMBER_CHASSIS, 3, *m), self._slots))
+        out = []
+        for k in range(1, n + 1):
+            name = CONTROLLER_NAMES[k - 1] if k <= len(CONTROLLER_NAMES) else f"cm{k - 1}"
+            role = got.get((*CONTROLLER, 9, *m, k))
+            state = "failed" if role is None else ("active" if int(role) == 1 else "standby")
+            out.append(ControllerMetrics(name, ts, state))
         return out
 
     def read_tiers(self) -> list[TierMetrics]:
@@ -427,9 +460,8 @@ class EqualLogicDriver(StorageDriver):
             raise EqualLogicError(
                 self.endpoint, "read metrics", "metrics not started", "call start_metrics()"
             )
-        ctrls = self.controllers()
-        primary = next((c.controller for c in ctrls if c.state == "active"), None)
-        rates = self._rates.feed(self.read_counters(primary))
+        ctrls, counters = self._poll()
+        rates = self._rates.feed(counters)
         # one poll, one time: the array's totals group volumes by timestamp (MetricBatch.readings)
         end = max((v.ts for v in rates), default=0.0)
         volumes = tuple(replace(v, ts=end) for v in rates)
