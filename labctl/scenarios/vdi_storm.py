@@ -478,6 +478,16 @@ class VdiStorm(Scenario):
                     )
                 )
         result.figures.sort(key=lambda f: (PHASES.index(f.phase), f.array))
+        for a in per_array:  # table 7 per array, for the criteria (select: {result: ..., role: array})
+            c = result.clients.get(a)
+            if c is not None:
+                result.clients[a] = c.model_copy(
+                    update={
+                        f"{ph}_iops_per_desktop": f.iops_per_desktop
+                        for ph in ("boot", "login", "steady")
+                        if (f := result.figure(ph, a)) is not None
+                    }
+                )
         self._index(result)
 
     def _index(self, result: VdiStormResult) -> None:

@@ -344,7 +344,8 @@ def _problems(data: Any, names: Names | None = NAMES) -> list[str]:
             {"name": "boot", "select": {"result": "boot_tme_s"}, "pass": {"max": 60}},
             "plan.yaml: criteria[0] 'boot': select: unknown per-machine result 'boot_tme_s' (known: "
             "boot_time_s, retries, time_to_ready_s, copy_s, sent_ts_s, delivered_ts_s, login_s, operations, "
-            "response_s, ux_level, ux_good, spare_capacity_pct)",
+            "response_s, ux_level, ux_good, spare_capacity_pct, boot_iops_per_desktop, login_iops_per_desktop, "
+            "steady_iops_per_desktop, scaling_ratio)",
         ),
         # bad statistics
         (
