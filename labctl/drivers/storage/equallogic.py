@@ -95,6 +95,9 @@ CONTROLLER_NAMES = ("cm0", "cm1")
 # Volume rows per GET: 6 columns each plus sysUpTime stay well inside a 1,472-byte UDP PDU (about 30
 # bytes per Counter64 binding), as SAN HQ batches its polls; one GET per volume cost a round trip each.
 VOLUMES_PER_GET = 6
+# The disk table is four Counter64 per drive, most of a poll's bytes (and of pysnmp's decoding time):
+# read at most once per this many seconds of the member's clock; the volumes every poll.
+TIERS_EVERY_S = 60.0
 
 
 class EqualLogicError(EndpointError):
@@ -465,7 +468,10 @@ class EqualLogicDriver(StorageDriver):
         # one poll, one time: the array's totals group volumes by timestamp (MetricBatch.readings)
         end = max((v.ts for v in rates), default=0.0)
         volumes = tuple(replace(v, ts=end) for v in rates)
-        return MetricBatch(volumes=volumes, tiers=tuple(self.read_tiers()), controllers=tuple(ctrls))
+        last_tiers = max((prev[0] for prev in self._tiers_prev.values()), default=None)
+        due = last_tiers is None or end == 0.0 or end - last_tiers >= TIERS_EVERY_S - 1e-6
+        tiers = tuple(self.read_tiers()) if due else ()
+        return MetricBatch(volumes=volumes, tiers=tiers, controllers=tuple(ctrls))
 
     def stop_metrics(self) -> None:
         self._started = False
