@@ -54,14 +54,14 @@ def test_scale_out_quick_one_array_then_two(tmp_path: Path) -> None:
     res = _run(tmp_path, lab, "scale_out", "--profile", "quick", timeout_s=600)
     run = _run_folder(tmp_path)
     cells = _summaries(run)
-    one, two = cells["scale_out-default-1"], cells["scale_out-default-2"]
+    one, two = cells["scale_out-default-001"], cells["scale_out-default-002"]
     # the first array's desktops (half of them), then both arrays' with their hosts
     assert one.extra["sessions"] == 3 and two.extra["sessions"] == 6
     # each array of a cell carries its share and gets its ratio against the one-array cell
     ratios = {a.name: a.scaling_ratio for a in two.by_role("array")}
     assert set(ratios) == {"arr-1", "arr-2"} and all(r is not None and r > 0 for r in ratios.values())
     assert one.by_role("array")[0].scaling_ratio == pytest.approx(1.0)
-    v = _verdict(run, "scale_out-default-2")
+    v = _verdict(run, "scale_out-default-002")
     assert v["near-linear scaling"].outcome is Outcome.PASS, v["near-linear scaling"]
     assert res.returncode in (0, 1), res.stdout[-2000:]
 
