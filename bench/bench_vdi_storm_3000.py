@@ -58,7 +58,9 @@ def main() -> None:
     wall_s = time.perf_counter() - t0
     folders = sorted(p for p in results.iterdir() if p.is_dir() and (p / "cells").is_dir())
     if not folders:
-        sys.exit(f"no run folder in {results} (exit {run.returncode}):\n{run.stdout[-3000:]}{run.stderr[-2000:]}")
+        sys.exit(
+            f"no run folder in {results} (exit {run.returncode}):\n{run.stdout[-3000:]}{run.stderr[-2000:]}"
+        )
     summaries = sorted((folders[-1] / "cells").glob("*/summary.json"))
     if not summaries:
         sys.exit(f"no cell summary in {folders[-1]}:\n{run.stdout[-3000:]}")

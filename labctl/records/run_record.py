@@ -244,7 +244,8 @@ class ClientOutcome(Record):
         description="arrays: capacity not allocated to the cell's datastores, % of the array's usable capacity",
     )
     boot_iops_per_desktop: float | None = Field(
-        None, description="arrays: mean IOPS in the boot storm over the desktops it booted (2012 paper, table 7)"
+        None,
+        description="arrays: mean IOPS in the boot storm over the desktops it booted (2012 paper, table 7)",
     )
     login_iops_per_desktop: float | None = Field(
         None, description="arrays: mean IOPS in the login storm over the sessions on the array (table 7)"

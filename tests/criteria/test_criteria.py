@@ -576,10 +576,18 @@ def test_a_result_no_machine_has_is_a_lab_fault_when_required_and_no_data_when_n
         cell="c", plan="p", scenario="p", configuration=None, parameters={}, outcome=Outcome.PASS,
         reason="", clients={"arr": ClientOutcome(name="arr", role="array", outcome="measured")},
     )  # fmt: skip
-    spec = {"name": "t7", "select": {"result": "steady_iops_per_desktop", "role": "array"}, "pass": {"max": 8}}
+    spec = {
+        "name": "t7",
+        "select": {"result": "steady_iops_per_desktop", "role": "array"},
+        "pass": {"max": 8},
+    }
     required = evaluate_criterion(Criterion(**spec), None, summary, names=Names(), window=None)  # type: ignore[arg-type]
     optional = evaluate_criterion(
-        Criterion(**spec, required=False), None, summary, names=Names(), window=None  # type: ignore[arg-type]
+        Criterion(**spec, required=False),
+        None,
+        summary,
+        names=Names(),
+        window=None,  # type: ignore[arg-type]
     )
     assert required.outcome is Outcome.LAB_FAULT
     assert optional.outcome is Outcome.NO_DATA

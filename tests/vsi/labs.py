@@ -43,12 +43,12 @@ def vdi_lab(
     ram = ram_launchers = ""
     if ram_pool:
         ram = (
-            f"    - {{name: ram, desktops: \"r-[0001-{desktops:04d}]\", cluster: vdi, datastores: [ds-1],"
+            f'    - {{name: ram, desktops: "r-[0001-{desktops:04d}]", cluster: vdi, datastores: [ds-1],'
             f" vcpus: 1, ram_gb: 1, workload: task, ip: 127.{a}.17.1, provisioning: {{kind: pvs,"
             " pvs_servers: [pvs-01], write_cache: device_ram_overflow, ram_cache_mb: 256}}\n"
         )
         ram_launchers = (
-            f"    - {{name: \"vsr-[01-{launchers:02d}]\", sessions: {sessions}, pool: ram,"
+            f'    - {{name: "vsr-[01-{launchers:02d}]", sessions: {sessions}, pool: ram,'
             f" ip: 127.{a}.3.1, access: {access}}}\n"
         )
     text = f"""

@@ -72,7 +72,9 @@ def test_write_cache_modes_quick_disk_against_ram(tmp_path: Path) -> None:
     run = _run_folder(tmp_path)
     cells = _summaries(run)
     host = {
-        pool: next(f for f in cells[f"write_cache_modes-default-{pool}"].phase_figures if f.array == f"pool:{pool}")
+        pool: next(
+            f for f in cells[f"write_cache_modes-default-{pool}"].phase_figures if f.array == f"pool:{pool}"
+        )
         for pool in ("disk", "ram")
     }
     assert all(f.samples > 0 and f.iops_per_desktop is not None for f in host.values())
