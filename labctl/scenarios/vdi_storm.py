@@ -519,3 +519,18 @@ class VdiStorm(Scenario):
                     "detail": e.reason,
                 }
             )
+        # a user who never got a session is a failed logon too: poor, and counted among the desktops
+        with_session = {e.desktop for e in book.latest.values()}
+        why = result.login_failures[0] if result.login_failures else "no session"
+        for d in result.desktops if result.login_failures else ():
+            if d not in with_session:
+                c = result.clients.get(d) or ClientOutcome(name=d, role=ROLE, outcome="")
+                result.clients[d] = c.model_copy(
+                    update={
+                        "role": ROLE,
+                        "outcome": "no_session",
+                        "ux_level": rt_index.UxBand.POOR.level,
+                        "ux_good": 0,
+                        "detail": f"no user got a session on it ({why})",
+                    }
+                )

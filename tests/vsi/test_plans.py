@@ -81,3 +81,18 @@ def test_write_cache_modes_quick_disk_against_ram(tmp_path: Path) -> None:
     # a RAM cache absorbs the writes that fit it: the hosts issue far fewer IOPS per user to disk
     assert host["ram"].iops_per_desktop < 0.5 * host["disk"].iops_per_desktop, host
     assert res.returncode in (0, 1), res.stdout[-2000:]
+
+
+def test_users_who_never_got_a_session_are_poor_desktops_and_fail_the_cell(tmp_path: Path) -> None:
+    lab = vdi_lab(tmp_path, desktops=4)
+    quick = ("--profile", "quick", "--param", "prebooted_pcts=25", "--param", "login_timeout_s=20")
+    _run(tmp_path, lab, "vdi_storm", *quick, "--param", "steady_s=60", "--param", "steady_settle_s=0")
+    run = _run_folder(tmp_path)
+    cell = _summaries(run)["vdi_storm-default-025"]
+    # three desktops had to boot for their users: not within the 20 s the logons were given
+    assert cell.extra["failed_sessions"] >= 1
+    unserved = [c for c in cell.by_role("desktop") if c.outcome == "no_session"]
+    # (a user whose logon was still running at the timeout has a session, judged by its index)
+    assert 1 <= len(unserved) <= cell.extra["failed_sessions"] and all(c.ux_level == 2 for c in unserved)
+    assert len(cell.by_role("desktop")) == 4
+    assert _verdict(run, "vdi_storm-default-025")["no poor desktop"].outcome is Outcome.FAIL
