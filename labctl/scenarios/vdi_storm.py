@@ -486,9 +486,9 @@ class VdiStorm(Scenario):
             if c is not None:
                 result.clients[a] = c.model_copy(
                     update={
-                        f"{ph}_iops_per_desktop": f.iops_per_desktop
+                        f"{ph}_iops_per_desktop": fig.iops_per_desktop
                         for ph in ("boot", "login", "steady")
-                        if (f := result.figure(ph, a)) is not None
+                        if (fig := result.figure(ph, a)) is not None
                     }
                 )
         self._index(result)
