@@ -122,6 +122,11 @@ class VdiStormSettings(Settings):
         "vsi-user-", min_length=1, max_length=32, description="user names: prefix + number"
     )
     session_poll_s: LabSeconds = Field(20.0, description="how often the launchers are asked for news")
+    login_poll_s: LabSeconds = Field(
+        5.0,
+        description="the same while users log on: with login_pace launchers a launcher's next user "
+        "starts when the last is seen on, so a long poll slows the storm (Login VSI's launchers know at once)",
+    )
     operation_groups: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_GROUPS))
     index: IndexSettings = Field(default_factory=IndexSettings)
     seed: int = Field(2012, description="the broker's random order of desktops")
@@ -352,7 +357,7 @@ class VdiStorm(Scenario):
                                 st.retry_s,
                                 st.first_try_s,
                                 st.broker_power_per_min,
-                                st.session_poll_s,
+                                st.login_poll_s,
                                 st.login_timeout_s,
                             ),
                             workload,
