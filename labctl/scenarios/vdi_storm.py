@@ -33,6 +33,7 @@ from pydantic import Field
 
 from labctl.errors import BadInputError, LabctlError
 from labctl.inventory.model import Lab
+from labctl.inventory.vdi import ProvisioningKind, VdiLab, WriteCacheMode
 from labctl.lab.launchers import Launchers, SessionState, open_launchers
 from labctl.lab.power import State
 from labctl.lab.session import LabSession
@@ -164,6 +165,20 @@ def cell_desktops(lab: Lab, st: VdiStormSettings, arrays: int | None = None) -> 
         keep = set(list(vdi.arrays)[:arrays])
         names = [d for d in names if vdi.datastores[vdi.placement[d][2]].array in keep]
     return names[: st.desktops] if st.desktops is not None else names
+
+
+def _table7_pool(vdi: VdiLab, result: VdiStormResult) -> bool:
+    """The cell's desktops are what the 2012 paper's table 7 characterises: task workers streamed
+    by PVS with the write cache on the device's disk."""
+    pool = vdi.pool_of(result.desktops[0]) if result.desktops else None
+    workload = result.settings.workload or (pool.workload if pool is not None else "")
+    prov = pool.provisioning if pool is not None else None
+    return (
+        prov is not None
+        and prov.kind is ProvisioningKind.PVS
+        and prov.write_cache is WriteCacheMode.DEVICE_DISK
+        and workload == "task"
+    )
 
 
 def array_outcomes(lab: Lab, arrays: list[str]) -> dict[str, ClientOutcome]:
@@ -484,9 +499,10 @@ class VdiStorm(Scenario):
                 )
         result.figures.sort(key=lambda f: (PHASES.index(f.phase), f.array))
         # table 7 per array, for the criteria (select: {result: ..., role: array}): the paper's figures
-        # are those of the storm with every desktop pre-booted; with a share pre-booted the boot storm
-        # is smaller and the login phase boots the rest, so those cells leave them out (no data)
-        for a in per_array if self.prebooted_pct >= 100 else ():
+        # are those of task workers on PVS with the write cache on the device disk, in the storm with
+        # every desktop pre-booted; other pools (another workload or provisioning) and cells with a
+        # share pre-booted (a smaller boot storm, boots in the login phase) leave them out (no data)
+        for a in per_array if self.prebooted_pct >= 100 and _table7_pool(vdi, result) else ():
             c = result.clients.get(a)
             if c is not None:
                 result.clients[a] = c.model_copy(
