@@ -36,30 +36,35 @@ class ScaleOutPlan(VdiStormSettings):
 pytestmark = pytest.mark.plan("scale_out", params=ScaleOutPlan)
 
 
-def _steady_iops(cell) -> float:
+def _steady(cell, what: str = "iops_mean") -> float:
     fig = next(f for f in cell.phase_figures if f.phase == "steady" and not f.array)
-    assert fig.iops_mean is not None
-    return fig.iops_mean
+    value = getattr(fig, what)
+    assert value is not None
+    return float(value)
 
 
 def test_scale_out(array_count: int, plan_params: ScaleOutPlan, lab: Lab, run_cell, reuse_cell) -> None:
-    arrays = array_count
-    cell = run_cell(ScaleOut(arrays, plan_params)).summary
+    arrays, smallest = array_count, min(plan_params.array_counts)
+    config = lab.configuration.name if lab.configuration is not None else "default"
+    base = None if arrays == smallest else reuse_cell("scale_out", config, smallest)
+    per_desktop = _steady(base, "iops_per_desktop") if base is not None else None
+    # each array's steady IOPS per desktop against the smallest cell's: judged by criteria/scale_out.yaml
+    cell = run_cell(
+        ScaleOut(arrays, plan_params, baseline_per_desktop=per_desktop, smallest=arrays == smallest)
+    ).summary
     desktops = cell_desktops(lab, plan_params, arrays)
     assert cell.extra["sessions"] == len(desktops) and cell.extra["failed_sessions"] == 0
     # every array of the cell carried its share: one figure per array besides the total
     per_array = [f for f in cell.phase_figures if f.phase == "steady" and f.array]
     assert len(per_array) == arrays and all((f.iops_mean or 0) > 0 for f in per_array)
-    smallest = min(plan_params.array_counts)
     if arrays == smallest:
         return
-    base = reuse_cell("scale_out", cell.configuration or "default", smallest)
     if base is None:
         pytest.skip(f"the {smallest}-array cell did not run in this session: nothing to compare with")
     rows = scaling(
         [
-            (smallest, int(base.extra["sessions"]), _steady_iops(base)),
-            (arrays, int(cell.extra["sessions"]), _steady_iops(cell)),
+            (smallest, int(base.extra["sessions"]), _steady(base)),
+            (arrays, int(cell.extra["sessions"]), _steady(cell)),
         ]
     )
     # near-linear: the steady state per desktop stays what it was with fewer arrays

@@ -354,7 +354,7 @@ def _result(c: Criterion, summary: CellSummary, r: _Resolved) -> tuple[_Judged, 
     role = f"{sel.role} machines" if sel.role else "machines"
     if not machines:
         judged.no_data = f"no {role} in the cell summary"
-    elif lacking and not c.present_only:
+    elif lacking and not c.present_only and (c.required or judged.entities):
         judged.missing = lacking
         judged.fault = f"{len(lacking)} of {len(machines)} {role} have no {field}: " + _names(
             lacking, summary

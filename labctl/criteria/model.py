@@ -46,7 +46,8 @@ Fields of a criterion:
   ``phases``, e.g. ``steady``: "p95 of an operation group under 1 s at N sessions"); default the
   cell's whole window.
 - ``required`` (default true): *no_data* fails the cell as missing data; with ``required: false``
-  it is only reported.
+  it is only reported (a per-machine result that no machine of the role has is then no data, not
+  a lab fault: e.g. a figure only some cells of a plan measure).
 - ``unit``: shown with the values; ``description``: the reason for the band (shown in reports).
 
 Files of format 1 are still read: ``select: {source: result, metric: M}`` is the result ``M``,

@@ -243,6 +243,20 @@ class ClientOutcome(Record):
         None,
         description="arrays: capacity not allocated to the cell's datastores, % of the array's usable capacity",
     )
+    boot_iops_per_desktop: float | None = Field(
+        None,
+        description="arrays: mean IOPS in the boot storm over the desktops it booted (2012 paper, table 7)",
+    )
+    login_iops_per_desktop: float | None = Field(
+        None, description="arrays: mean IOPS in the login storm over the sessions on the array (table 7)"
+    )
+    steady_iops_per_desktop: float | None = Field(
+        None, description="arrays: mean IOPS in steady state (after its settle) over the sessions (table 7)"
+    )
+    scaling_ratio: float | None = Field(
+        None,
+        description="arrays (scale-out): its steady IOPS per desktop over the smallest cell's (1.0: linear)",
+    )
 
 
 def result_fields() -> tuple[str, ...]:

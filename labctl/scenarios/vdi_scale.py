@@ -26,11 +26,40 @@ from labctl.scenarios.vdi_storm import VdiStorm, VdiStormResult, VdiStormSetting
 
 
 class ScaleOut(VdiStorm):
+    """The storm on the first ``arrays`` arrays. ``baseline_per_desktop``: the smallest cell's steady
+    IOPS per desktop; each array's ``scaling_ratio`` is its own against it (the smallest cell is its
+    own baseline: 1.0), for the near-linear criterion. Without one the ratio is left out."""
+
     name = "scale_out"
     title = "VDI scale-out"
 
-    def __init__(self, arrays: int, settings: VdiStormSettings | None = None, prebooted_pct: float = 100.0):
+    def __init__(
+        self,
+        arrays: int,
+        settings: VdiStormSettings | None = None,
+        prebooted_pct: float = 100.0,
+        *,
+        baseline_per_desktop: float | None = None,
+        smallest: bool = False,
+    ):
         super().__init__(prebooted_pct, settings, arrays=arrays, cell_params={"array_count": arrays})
+        self.baseline_per_desktop = baseline_per_desktop
+        self.smallest = smallest
+
+    def run(self, lab: LabSession, ctx: CellContext) -> VdiStormResult:
+        result = super().run(lab, ctx)
+        whole = result.figure("steady")
+        base = whole.iops_per_desktop if self.smallest and whole is not None else self.baseline_per_desktop
+        for a in result.arrays:
+            c = result.clients.get(a)
+            if c is None:
+                continue
+            if base and c.steady_iops_per_desktop is not None:
+                c = c.model_copy(update={"scaling_ratio": c.steady_iops_per_desktop / base})
+            elif not base:
+                c = c.model_copy(update={"detail": c.detail + "; no smaller cell ran to scale against"})
+            result.clients[a] = c
+        return result
 
 
 @dataclass(frozen=True)

@@ -228,8 +228,9 @@ class LoginStorm:
                     power_times.append(now)
                     booting[d] = now + pc.first_try_s
                     self.powered_on.append(d)
-            # what the launchers saw
-            if now - last_poll >= pc.poll_s or not waiting:
+            # what the launchers saw (every poll_s: a poll is one call to every launcher, and the
+            # launchers' far side walks its sessions; polling whenever nobody waits kept them busy)
+            if now - last_poll >= pc.poll_s:
                 last_poll = now
                 for e in self.book.absorb(lab, self.ctx, self.launchers):
                     who = in_flight.get(e.session)

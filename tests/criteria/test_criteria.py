@@ -344,7 +344,8 @@ def _problems(data: Any, names: Names | None = NAMES) -> list[str]:
             {"name": "boot", "select": {"result": "boot_tme_s"}, "pass": {"max": 60}},
             "plan.yaml: criteria[0] 'boot': select: unknown per-machine result 'boot_tme_s' (known: "
             "boot_time_s, retries, time_to_ready_s, copy_s, sent_ts_s, delivered_ts_s, login_s, operations, "
-            "response_s, ux_level, ux_good, spare_capacity_pct)",
+            "response_s, ux_level, ux_good, spare_capacity_pct, boot_iops_per_desktop, login_iops_per_desktop, "
+            "steady_iops_per_desktop, scaling_ratio)",
         ),
         # bad statistics
         (
@@ -563,3 +564,30 @@ def test_the_former_call_still_judges_and_writes(tmp_path: Path) -> None:
     back = read_cell_verdict(tmp_path, CELL)
     assert back is not None and back.model_dump() == v.model_dump()
     assert v["boot"].message == "boot: 1 of 3 storm machines have no boot_time_s: optiplex-003"
+
+
+def test_a_result_no_machine_has_is_a_lab_fault_when_required_and_no_data_when_not() -> None:
+    from labctl.criteria.evaluate import evaluate_criterion
+    from labctl.criteria.model import Criterion
+    from labctl.criteria.variables import Names
+    from labctl.records.run_record import CellSummary, ClientOutcome, Outcome
+
+    summary = CellSummary(
+        cell="c", plan="p", scenario="p", configuration=None, parameters={}, outcome=Outcome.PASS,
+        reason="", clients={"arr": ClientOutcome(name="arr", role="array", outcome="measured")},
+    )  # fmt: skip
+    spec = {
+        "name": "t7",
+        "select": {"result": "steady_iops_per_desktop", "role": "array"},
+        "pass": {"max": 8},
+    }
+    required = evaluate_criterion(Criterion(**spec), None, summary, names=Names(), window=None)  # type: ignore[arg-type]
+    optional = evaluate_criterion(
+        Criterion(**spec, required=False),
+        None,
+        summary,
+        names=Names(),
+        window=None,  # type: ignore[arg-type]
+    )
+    assert required.outcome is Outcome.LAB_FAULT
+    assert optional.outcome is Outcome.NO_DATA

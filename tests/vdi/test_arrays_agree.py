@@ -188,3 +188,33 @@ def test_four_backends_report_the_same_twin_minute_by_minute_and_each_shows_the_
         states = {c.controller: c.state for c in drv.read_metrics().controllers}
         assert "failed" in states.values(), (kind, states)  # each API says so in its own way
         assert max(latency[kind][14:]) > 10 * max(latency[kind][:14]), (kind, latency[kind])  # the stall
+
+
+def test_each_backends_array_total_adds_up_every_volume_of_a_read_and_tiers_carry_drive_io(
+    backends: Backends,
+) -> None:
+    """The array's own figure is every volume of one read summed (a backend that stamps volumes of
+    one poll at different times would total one volume per timestamp), and the EqualLogic disk
+    table's drives are counted in their tier (SSD by type, spindles by RPM)."""
+    clock, twin, drivers = backends.clock, backends.twin, backends.drivers
+    twin.power_many([d.name for d in twin.desktops()], PowerAction.ON)
+    for d in drivers.values():
+        d.start_metrics(5)
+    clock.advance(2 * MINUTE)
+    for kind, drv in drivers.items():
+        batch = drv.read_metrics()
+        deadline = time.monotonic() + WALL_TIMEOUT_S
+        while not batch.volumes and time.monotonic() < deadline:  # Unity's sampler runs a moment later
+            time.sleep(0.02)
+            batch = drv.read_metrics()
+        last = max(v.ts for v in batch.volumes)
+        vols = [v for v in batch.volumes if v.ts == last]
+        assert {v.volume for v in vols} == {"pvs-store", "ds-1"}, kind
+        totals = {
+            r.metric: r.value for r in batch.readings("arr") if r.entity == "arr" and r.source_ts == last
+        }
+        assert sum(v.iops for v in vols) > 0, kind
+        assert totals["iops"] == pytest.approx(sum(v.iops for v in vols)), kind
+    clock.advance(MINUTE)
+    tiers = {t.tier: t for t in drivers["equallogic"].read_metrics().tiers}
+    assert set(tiers) == {"ssd"} and tiers["ssd"].iops > 0, tiers

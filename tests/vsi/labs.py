@@ -19,8 +19,11 @@ def vdi_lab(
     launchers: int = 2,
     sessions: int = 8,
     name: str = "vsi-test.yaml",
+    ram_pool: bool = False,
 ) -> Path:
-    """A lab file with ``desktops`` PVS task workers (write cache on the device disk) on two hosts."""
+    """A lab file with ``desktops`` PVS task workers (write cache on the device disk) on two hosts;
+    with ``ram_pool`` the pool is called ``disk`` and a second pool ``ram`` of as many desktops keeps
+    its write cache in device RAM (256 MB) with overflow to its disk (the 2014 post's two modes)."""
     import random
 
     a = _free_block(random.Random())
@@ -36,6 +39,18 @@ def vdi_lab(
     stores = "".join(
         f"    - {{name: ds-{k}, array: arr-{k}, capacity_gb: 500}}\n" for k in range(1, arrays + 1)
     )
+    access = '{user: vsi, password: "secret:sim.launcher_password", port: 2222, host_key_policy: insecure}'
+    ram = ram_launchers = ""
+    if ram_pool:
+        ram = (
+            f'    - {{name: ram, desktops: "r-[0001-{desktops:04d}]", cluster: vdi, datastores: [ds-1],'
+            f" vcpus: 1, ram_gb: 1, workload: task, ip: 127.{a}.17.1, provisioning: {{kind: pvs,"
+            " pvs_servers: [pvs-01], write_cache: device_ram_overflow, ram_cache_mb: 256}}\n"
+        )
+        ram_launchers = (
+            f'    - {{name: "vsr-[01-{launchers:02d}]", sessions: {sessions}, pool: ram,'
+            f" ip: 127.{a}.3.1, access: {access}}}\n"
+        )
     text = f"""
 lab:
   name: vsi-test-{a}
@@ -59,7 +74,7 @@ storage:
 {stores}  pvs_servers:
     - {{name: pvs-01, vcpus: 4, ram_gb: 16, nics: {{count: 2, speed_gbps: 10}}, vdisk_datastore: pvs-store}}
   pools:
-    - name: pool
+    - name: {"disk" if ram_pool else "pool"}
       desktops: "d-[0001-{desktops:04d}]"
       cluster: vdi
       datastores: [{", ".join(f"ds-{k}" for k in range(1, arrays + 1))}]
@@ -68,9 +83,9 @@ storage:
       workload: task
       ip: 127.{a}.16.1
       provisioning: {{kind: pvs, pvs_servers: [pvs-01], write_cache: device_disk}}
-  launchers:
-    - {{name: "vsi-[01-{launchers:02d}]", sessions: {sessions}, pool: pool, ip: 127.{a}.2.1, access: {{user: vsi, password: "secret:sim.launcher_password", port: 2222, host_key_policy: insecure}}}}
-"""
+{ram}  launchers:
+    - {{name: "vsi-[01-{launchers:02d}]", sessions: {sessions}, pool: {"disk" if ram_pool else "pool"}, ip: 127.{a}.2.1, access: {access}}}
+{ram_launchers}"""
     path = tmp_path / name
     path.write_text(text)
     return path

@@ -47,3 +47,52 @@ def test_vdi_storm_quick_20_pct_prebooted(tmp_path: Path) -> None:
     steady = next(p for p in cell.phases if p.name == "steady")
     assert v["interactive operations p95"].window.start_ts_s == pytest.approx(steady.start_ts_s)
     assert res.returncode in (0, 1), res.stdout[-2000:]
+
+
+def test_scale_out_quick_one_array_then_two(tmp_path: Path) -> None:
+    lab = vdi_lab(tmp_path, desktops=6, arrays=2)
+    res = _run(tmp_path, lab, "scale_out", "--profile", "quick", timeout_s=600)
+    run = _run_folder(tmp_path)
+    cells = _summaries(run)
+    one, two = cells["scale_out-default-001"], cells["scale_out-default-002"]
+    # the first array's desktops (half of them), then both arrays' with their hosts
+    assert one.extra["sessions"] == 3 and two.extra["sessions"] == 6
+    # each array of a cell carries its share and gets its ratio against the one-array cell
+    ratios = {a.name: a.scaling_ratio for a in two.by_role("array")}
+    assert set(ratios) == {"arr-1", "arr-2"} and all(r is not None and r > 0 for r in ratios.values())
+    assert one.by_role("array")[0].scaling_ratio == pytest.approx(1.0)
+    v = _verdict(run, "scale_out-default-002")
+    assert v["near-linear scaling"].outcome is Outcome.PASS, v["near-linear scaling"]
+    assert res.returncode in (0, 1), res.stdout[-2000:]
+
+
+def test_write_cache_modes_quick_disk_against_ram(tmp_path: Path) -> None:
+    lab = vdi_lab(tmp_path, desktops=4, ram_pool=True)
+    res = _run(tmp_path, lab, "write_cache_modes", "--profile", "quick", timeout_s=600)
+    run = _run_folder(tmp_path)
+    cells = _summaries(run)
+    host = {
+        pool: next(
+            f for f in cells[f"write_cache_modes-default-{pool}"].phase_figures if f.array == f"pool:{pool}"
+        )
+        for pool in ("disk", "ram")
+    }
+    assert all(f.samples > 0 and f.iops_per_desktop is not None for f in host.values())
+    # a RAM cache absorbs the writes that fit it: the hosts issue far fewer IOPS per user to disk
+    assert host["ram"].iops_per_desktop < 0.5 * host["disk"].iops_per_desktop, host
+    assert res.returncode in (0, 1), res.stdout[-2000:]
+
+
+def test_users_who_never_got_a_session_are_poor_desktops_and_fail_the_cell(tmp_path: Path) -> None:
+    lab = vdi_lab(tmp_path, desktops=4)
+    quick = ("--profile", "quick", "--param", "prebooted_pcts=25", "--param", "login_timeout_s=20")
+    _run(tmp_path, lab, "vdi_storm", *quick, "--param", "steady_s=60", "--param", "steady_settle_s=0")
+    run = _run_folder(tmp_path)
+    cell = _summaries(run)["vdi_storm-default-025"]
+    # three desktops had to boot for their users: not within the 20 s the logons were given
+    assert cell.extra["failed_sessions"] >= 1
+    unserved = [c for c in cell.by_role("desktop") if c.outcome == "no_session"]
+    # (a user whose logon was still running at the timeout has a session, judged by its index)
+    assert 1 <= len(unserved) <= cell.extra["failed_sessions"] and all(c.ux_level == 2 for c in unserved)
+    assert len(cell.by_role("desktop")) == 4
+    assert _verdict(run, "vdi_storm-default-025")["no poor desktop"].outcome is Outcome.FAIL

@@ -11,9 +11,11 @@ DotZero24/pysnmp-mibs give them):
 - EQLVOLUME-MIB ``eqliscsiVolumeStatisticsTable`` (1.3.6.1.4.1.12740.5.1.7.34.1), per volume:
   .3 TxData / .4 RxData (octets read / written), .6 ReadLatency / .7 WriteLatency (cumulative
   milliseconds), .8 ReadOpCount / .9 WriteOpCount, all Counter64; names from
-  ``eqliscsiVolumeTable`` .4. Each volume's row is read in one GET with ``sysUpTime`` (hundredths of
-  a second), so the rates are from one consistent reading: delta(counter) / delta(uptime), and the
-  latency of a read is delta(ReadLatency) / delta(ReadOpCount), as SAN HQ computes them.
+  ``eqliscsiVolumeTable`` .4. The volumes' rows are read in as few GETs as fit a PDU
+  (``VOLUMES_PER_GET``), each with ``sysUpTime`` (hundredths of a second), so the rates are from one
+  consistent reading: delta(counter) / delta(uptime), and the latency of a read is
+  delta(ReadLatency) / delta(ReadOpCount), as SAN HQ computes them. The volumes of one poll are
+  reported at the poll's last uptime, so the array's totals add up every volume of the poll.
 - EQLDISK-MIB ``eqlDiskStatusTable`` per disk (.1 Xfers, .2 BytesRead, .3 BytesWritten, .4
   BusyTime; the MIB gives BusyTime no unit: milliseconds assumed) summed per drive class
   (``eqlDiskTypeEnum`` SSD or not, ``eqlDiskRPM``): the tiers of a hybrid member (PS6010XVS: SSD and
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -89,6 +92,12 @@ RPM_TIER = {15000: "15k", 10000: "10k", 7200: "nl", 5400: "nl"}
 AUTH = {"sha": usmHMACSHAAuthProtocol, "md5": usmHMACMD5AuthProtocol, "sha256": usmHMAC192SHA256AuthProtocol}
 PRIV = {"aes": usmAesCfb128Protocol, "des": usmDESPrivProtocol, "none": usmNoPrivProtocol}
 CONTROLLER_NAMES = ("cm0", "cm1")
+# Volume rows per GET: 6 columns each plus sysUpTime stay well inside a 1,472-byte UDP PDU (about 30
+# bytes per Counter64 binding), as SAN HQ batches its polls; one GET per volume cost a round trip each.
+VOLUMES_PER_GET = 6
+# The disk table is four Counter64 per drive, most of a poll's bytes (and of pysnmp's decoding time):
+# read at most once per this many seconds of the member's clock; the volumes every poll.
+TIERS_EVERY_S = 60.0
 
 
 class EqualLogicError(EndpointError):
@@ -119,10 +128,11 @@ class EqualLogicDriver(StorageDriver):
         self._target: UdpTransportTarget | None = None
         self.member: tuple[int, int] | None = None  # (eqlGroupId, eqlMemberIndex)
         self._volumes: dict[tuple[int, ...], str] = {}  # (member id, volume index) -> name
-        self._disks: dict[tuple[int, ...], str] = {}  # disk row index -> tier
+        self._disks: dict[tuple[int, ...], str] = {}  # disk row index (group, member, disk) -> tier
         self._clock_base = 0.0  # member clock at sysUpTime 0
         self._rates = RateTracker()
         self._tiers_prev: dict[str, tuple[float, list[float]]] = {}
+        self._slots = len(CONTROLLER_NAMES)  # control module rows asked for in each poll
         self._started = False
 
     # --- SNMP plumbing ---------------------------------------------------------------------------
@@ -170,12 +180,13 @@ class EqualLogicDriver(StorageDriver):
             self._target,
             ContextData(),
             *(ObjectType(ObjectIdentity(o)) for o in oids),
+            lookupMib=False,  # numeric OIDs in, raw values out: resolving answers through MIBs costs a poll
         )
         ei, es, _idx, var_binds = self._run(coro, action)
         self._check(ei, es, action)
         out = {}
         for vb in var_binds:
-            oid, value = tuple(vb[0].get_oid()), vb[1]
+            oid, value = tuple(vb[0]), vb[1]
             if value.__class__.__name__ not in ("NoSuchObject", "NoSuchInstance", "EndOfMibView"):
                 out[oid] = value
         return out
@@ -195,10 +206,11 @@ class EqualLogicDriver(StorageDriver):
                 50,
                 ObjectType(ObjectIdentity(base)),
                 lexicographicMode=False,
+                lookupMib=False,
             ):
                 self._check(ei, es, action)
                 for vb in var_binds:
-                    got[tuple(vb[0].get_oid())[len(base) :]] = vb[1]
+                    got[tuple(vb[0])[len(base) :]] = vb[1]
             return got
 
         return dict(self._run(walk(), action))
@@ -312,14 +324,16 @@ class EqualLogicDriver(StorageDriver):
         self.volume_names()
         types = self._walk((*DISK, 12), "list disks")
         rpms = self._walk((*DISK, 13), "list disks")
+        # a walk keys rows by the OID after its base: (group, member, disk) for one column
         self._disks = {
-            idx[1:]: "ssd" if int(v) in SSD_TYPES else RPM_TIER.get(int(rpms.get((13, *idx[1:]), 0)), "hdd")
+            idx: "ssd" if int(v) in SSD_TYPES else RPM_TIER.get(int(rpms.get(idx, 0)), "hdd")
             for idx, v in types.items()
         }
         clock = self._get([SYS_UPTIME, (*MEMBER, 2, *self.member)], "read the member's clock")
         self._clock_base = (
             float(clock.get((*MEMBER, 2, *self.member), 0)) - float(clock.get(SYS_UPTIME, 0)) / 100.0
         )
+        self._slots = max(len(CONTROLLER_NAMES), len(self.controllers()))
         self._rates = RateTracker()
         self._tiers_prev = {}
         # the baseline reading: the first read_metrics already has an interval to report
@@ -330,31 +344,67 @@ class EqualLogicDriver(StorageDriver):
     def _ts(self, uptime: Any) -> float:
         return self._clock_base + float(uptime) / 100.0
 
-    def read_counters(self) -> list[LunCounters]:
-        """Every volume's counters, each row with its own sysUpTime."""
-        out = []
-        primary = next((c.controller for c in self.controllers() if c.state == "active"), None)
-        for idx, name in self._volumes.items():
-            oids = [SYS_UPTIME, *((*VOLUME_STATS, c, *idx) for c in STATS_COLUMNS)]
-            got = self._get(oids, f"read volume {name}")
-            if len(got) < len(oids):
+    def read_counters(self, primary: str | None = None) -> list[LunCounters]:
+        """Every volume's counters, ``VOLUMES_PER_GET`` rows per GET, each GET with its sysUpTime."""
+        if primary is None:
+            primary = next((c.controller for c in self.controllers() if c.state == "active"), None)
+        _, out = self._poll(primary)
+        return out
+
+    def _poll(self, primary: str | None = None) -> tuple[list[ControllerMetrics], list[LunCounters]]:
+        """One poll in as few round trips as fit: the first GET carries the member's controller
+        count and roles with the first volumes' rows (``primary`` None: the active one of them)."""
+        assert self.member is not None
+        m = self.member
+        head = [(*MEMBER_CHASSIS, 3, *m), *((*CONTROLLER, 9, *m, k) for k in range(1, self._slots + 1))]
+        rows = list(self._volumes.items())
+        chunks = [rows[k : k + VOLUMES_PER_GET] for k in range(0, len(rows), VOLUMES_PER_GET)] or [[]]
+        ctrls: list[ControllerMetrics] = []
+        out: list[LunCounters] = []
+        for n, chunk in enumerate(chunks):
+            vols = [(*VOLUME_STATS, c, *idx) for idx, _ in chunk for c in STATS_COLUMNS]
+            action = f"read volumes {chunk[0][1]}..{chunk[-1][1]}" if chunk else "read the member"
+            got = self._get([SYS_UPTIME, *(head if n == 0 else []), *vols], action)
+            if SYS_UPTIME not in got:
                 continue
-            col = {f: float(got[(*VOLUME_STATS, c, *idx)]) for c, f in STATS_COLUMNS.items()}
-            rt, wt = col["read_latency_ms"] * 1000.0, col["write_latency_ms"] * 1000.0
-            out.append(
-                LunCounters(
-                    name,
-                    self._ts(got[SYS_UPTIME]),
-                    col["reads"],
-                    col["writes"],
-                    col["tx_octets"] / BLOCK_BYTES,
-                    col["rx_octets"] / BLOCK_BYTES,
-                    rt + wt,
-                    read_time_us=rt,
-                    write_time_us=wt,
-                    controller=primary,
+            ts = self._ts(got[SYS_UPTIME])
+            if n == 0:
+                ctrls = self._controller_states(got, ts)
+                if primary is None:
+                    primary = next((c.controller for c in ctrls if c.state == "active"), None)
+            for idx, name in chunk:
+                if any((*VOLUME_STATS, c, *idx) not in got for c in STATS_COLUMNS):
+                    continue  # a volume deleted since the list was read
+                col = {f: float(got[(*VOLUME_STATS, c, *idx)]) for c, f in STATS_COLUMNS.items()}
+                rt, wt = col["read_latency_ms"] * 1000.0, col["write_latency_ms"] * 1000.0
+                out.append(
+                    LunCounters(
+                        name,
+                        ts,
+                        col["reads"],
+                        col["writes"],
+                        col["tx_octets"] / BLOCK_BYTES,
+                        col["rx_octets"] / BLOCK_BYTES,
+                        rt + wt,
+                        read_time_us=rt,
+                        write_time_us=wt,
+                        controller=primary,
+                    )
                 )
-            )
+        return ctrls, out
+
+    def _controller_states(self, got: dict[tuple[int, ...], Any], ts: float) -> list[ControllerMetrics]:
+        """Control modules from one GET of the chassis count and the role column (a module that no
+        longer answers has no row: failed)."""
+        assert self.member is not None
+        m = self.member
+        n = int(got.get((*MEMBER_CHASSIS, 3, *m), self._slots))
+        out = []
+        for k in range(1, n + 1):
+            name = CONTROLLER_NAMES[k - 1] if k <= len(CONTROLLER_NAMES) else f"cm{k - 1}"
+            role = got.get((*CONTROLLER, 9, *m, k))
+            state = "failed" if role is None else ("active" if int(role) == 1 else "standby")
+            out.append(ControllerMetrics(name, ts, state))
         return out
 
     def read_tiers(self) -> list[TierMetrics]:
@@ -413,10 +463,15 @@ class EqualLogicDriver(StorageDriver):
             raise EqualLogicError(
                 self.endpoint, "read metrics", "metrics not started", "call start_metrics()"
             )
-        volumes = tuple(self._rates.feed(self.read_counters()))
-        return MetricBatch(
-            volumes=volumes, tiers=tuple(self.read_tiers()), controllers=tuple(self.controllers())
-        )
+        ctrls, counters = self._poll()
+        rates = self._rates.feed(counters)
+        # one poll, one time: the array's totals group volumes by timestamp (MetricBatch.readings)
+        end = max((v.ts for v in rates), default=0.0)
+        volumes = tuple(replace(v, ts=end) for v in rates)
+        last_tiers = max((prev[0] for prev in self._tiers_prev.values()), default=None)
+        due = last_tiers is None or end == 0.0 or end - last_tiers >= TIERS_EVERY_S - 1e-6
+        tiers = tuple(self.read_tiers()) if due else ()
+        return MetricBatch(volumes=volumes, tiers=tiers, controllers=tuple(ctrls))
 
     def stop_metrics(self) -> None:
         self._started = False
