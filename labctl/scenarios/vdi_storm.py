@@ -294,9 +294,8 @@ class VdiStorm(Scenario):
         return self._params if self._params is not None else {"prebooted_pct": self.prebooted_pct}
 
     def sample_interval_s(self) -> float:
-        # the polled sources (arrays) are built with this interval and judged by the samples it
-        # promises; the recorder reads them every poll_interval_s, so they promise no more than that
-        return max(self.settings.sample_interval_s, self.settings.poll_interval_s)
+        # typeperf's rows; the polled sources (arrays) promise poll_interval_s, what they are read at
+        return self.settings.sample_interval_s
 
     def poll_interval_s(self) -> float:
         return self.settings.poll_interval_s
