@@ -21,7 +21,7 @@ from labctl.inventory.vdi import Launcher
 from labctl.sim.endpoint import EndpointInfo, PortInUseError, SimContext
 from labctl.sim.sessions.journal import Journal
 from labctl.sim.ssh.cmdline import program_name, split_line
-from labctl.sim.ssh.hostkeys import load_or_create_host_keys
+from labctl.sim.ssh.hostkeys import load_or_create_host_keys, server_options
 from labctl.sim.twin.interface import VdiTwin
 
 log = logging.getLogger(__name__)
@@ -208,15 +208,7 @@ class LauncherManager:
         with self._lock:
             if self._loop is not None:
                 return self._loop
-            self.options = asyncssh.SSHServerConnectionOptions(
-                server_host_keys=load_or_create_host_keys(self.ctx.state_dir),
-                server_version=SERVER_VERSION,
-                encoding=None,
-                allow_scp=False,
-                agent_forwarding=False,
-                x11_forwarding=False,
-                login_timeout=30,
-            )
+            self.options = server_options(load_or_create_host_keys(self.ctx.state_dir), SERVER_VERSION)
             loop = asyncio.new_event_loop()
             ready = threading.Event()
 

@@ -55,3 +55,18 @@ def write_known_hosts(state_dir: Path, endpoints: list[tuple[str, int]], keys: l
             lines.append(f"{name} {key.export_public_key('openssh').decode().strip()}\n")
     path.write_text("".join(lines))
     return path
+
+
+def server_options(host_keys: list[asyncssh.SSHKey], version: str) -> asyncssh.SSHServerConnectionOptions:
+    """What every simulated Windows OpenSSH server offers: these host keys, this version string,
+    bytes (not text) on channels, and no SCP, agent or X11 forwarding (Windows' sshd has none of
+    them configured); a login must finish within 30 s."""
+    return asyncssh.SSHServerConnectionOptions(
+        server_host_keys=host_keys,
+        server_version=version,
+        encoding=None,
+        allow_scp=False,
+        agent_forwarding=False,
+        x11_forwarding=False,
+        login_timeout=30,
+    )

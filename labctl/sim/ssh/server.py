@@ -45,7 +45,7 @@ from labctl.inventory.model import Machine
 from labctl.sim.endpoint import EndpointInfo, PortInUseError, SimContext, check_address_free
 from labctl.sim.ssh.dispatch import run_line
 from labctl.sim.ssh.files import FileStore
-from labctl.sim.ssh.hostkeys import load_or_create_host_keys, write_known_hosts
+from labctl.sim.ssh.hostkeys import load_or_create_host_keys, server_options, write_known_hosts
 from labctl.sim.ssh.shell import CRLF, CommandDropped, MachineEnv, Shell
 
 log = logging.getLogger(__name__)
@@ -341,15 +341,7 @@ class SshManager:
         write_known_hosts(
             self.ctx.state_dir, [(e.info.host, e.info.port) for e in self.endpoints.values()], keys
         )
-        self._options = asyncssh.SSHServerConnectionOptions(
-            server_host_keys=keys,
-            server_version=SERVER_VERSION,
-            encoding=None,
-            allow_scp=False,
-            agent_forwarding=False,
-            x11_forwarding=False,
-            login_timeout=30,
-        )
+        self._options = server_options(keys, SERVER_VERSION)
         loop = asyncio.new_event_loop()
         ready = threading.Event()
 
