@@ -1,12 +1,14 @@
 """Test labs for the power backends: one whose infra-01 is powered over IPMI (``power: ipmi``),
-its simulated BMC in this process, and a whole simulated lab started from any lab file."""
+its simulated BMC in a process of its own, and a whole simulated lab started from any lab file."""
 
 from __future__ import annotations
 
+import multiprocessing
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,9 +33,8 @@ def ipmi_lab_file(tmp_path: Path, *, clients: int = 2, name: str = "ipmi-lab.yam
     return path
 
 
-@contextmanager
-def bmc(tmp_path: Path) -> Iterator[tuple[object, object]]:
-    """infra-01's simulated BMC in this process, started; yields (lab, twin)."""
+def _serve_bmc(lab_file: str, state_dir: str, ready: Any, stop: Any) -> None:
+    """The child process of :func:`bmc`: infra-01's simulated BMC until ``stop`` is set."""
     from labctl.clock import LabClock
     from labctl.inventory import load_lab
     from labctl.sim.endpoint import SimContext
@@ -42,15 +43,44 @@ def bmc(tmp_path: Path) -> Iterator[tuple[object, object]]:
     from labctl.sim.twin.placeholder import PlaceholderTwin
     from tests.drivers.simparts import SECRETS
 
-    lab = load_lab(ipmi_lab_file(tmp_path), every_machine=True)
+    lab = load_lab(Path(lab_file), every_machine=True)
     clock = LabClock(scale=lab.time_scale)
     twin = PlaceholderTwin(lab, clock)
-    (ep,) = build_endpoints(SimContext(lab, twin, FaultBook((), clock), clock, tmp_path / "sim", SECRETS))
+    (ep,) = build_endpoints(SimContext(lab, twin, FaultBook((), clock), clock, Path(state_dir), SECRETS))
     ep.start()
+    ready.set()
     try:
-        yield lab, twin
+        stop.wait(600)
     finally:
         ep.stop()
+
+
+@contextmanager
+def bmc(tmp_path: Path) -> Iterator[object]:
+    """infra-01's simulated BMC, started in a process of its own (as the simulator runs it); yields
+    the lab. pyghmi keeps its sockets, sessions and I/O thread in process-wide state: a BMC server
+    in the test process shares it with the client under test, and a login that hung there left
+    every later IPMI login in the process waiting."""
+    from labctl.inventory import load_lab
+
+    lab_file = ipmi_lab_file(tmp_path)
+    lab = load_lab(lab_file, every_machine=True)
+    ctx = multiprocessing.get_context("spawn")
+    ready, stop = ctx.Event(), ctx.Event()
+    child = ctx.Process(
+        target=_serve_bmc, args=(str(lab_file), str(tmp_path / "sim"), ready, stop), daemon=True
+    )
+    child.start()
+    try:
+        if not ready.wait(60):
+            pytest.fail("the simulated BMC did not start within 60 s")
+        yield lab
+    finally:
+        stop.set()
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+            child.join(5)
 
 
 @contextmanager
