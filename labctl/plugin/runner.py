@@ -120,6 +120,42 @@ class RunnerContext:
         self.recorder.record_samples(samples)
 
 
+class RunOutputs:
+    """The outputs of one run, shared by the runners of all its plans: one run folder sink, one
+    ``allure-results``, one ``junit.xml`` holding every cell of every plan (a runner of its own
+    per plan rewrote junit.xml with its own cells only: ``labctl run 2007`` kept the last plan's),
+    and the results store's sink when the session names a store.
+
+    ``strict_marginal``: a marginal cell fails (JUnit failure, Allure failed), as
+    ``--strict-marginal`` asks; its outcome stays ``marginal`` everywhere else."""
+
+    def __init__(self, run_folder: Any, *, store: Sink | None = None, strict_marginal: bool = False):
+        self.run_folder = run_folder
+        self.store = store
+        self.strict_marginal = strict_marginal
+        self.folder = RunFolderSink(run_folder)
+        self._allure: AllureSink | None = None
+        self._junit: JUnitSink | None = None
+
+    def sinks(self) -> SinkSet:
+        """Every output of a cell: the run folder (summary.json, verdicts.json), Allure (its
+        evidence charts drawn by the report's chart helpers), JUnit (junit.xml) and the store."""
+        if self._allure is None:
+            self._allure = AllureSink(
+                self.run_folder, chart=_evidence_png, strict_marginal=self.strict_marginal
+            )
+        if self._junit is None:
+            self._junit = JUnitSink(self.run_folder, strict_marginal=self.strict_marginal)
+        extra = [self.store] if self.store is not None else []
+        return SinkSet(self.run_folder, [self.folder, self._allure, self._junit, *extra])
+
+    def finish(self, info: RunInfo) -> None:
+        """The run ended: the sinks that write per run (junit.xml, Allure categories, the store's
+        run row), once for the run whatever the number of plans."""
+        sinks = [s for s in (self._allure, self._junit, self.store) if s is not None]
+        SinkSet(self.run_folder, sinks).run_finished(info)
+
+
 @dataclass
 class CellRunner:
     """Runs the cells of one plan session; see the module docstring."""
@@ -130,10 +166,8 @@ class CellRunner:
     interrupts: Interrupts
     terminal: Terminal
     lease: Lease | None = None  # the lab lease this session holds (``lost`` is set if it lapsed)
-    store: Sink | None = None  # the results store's sink, one per session (see store_sink)
-    _folder: RunFolderSink | None = field(default=None, init=False)
-    _allure: AllureSink | None = field(default=None, init=False)
-    _junit: JUnitSink | None = field(default=None, init=False)
+    outputs: RunOutputs | None = None  # the run's sinks, shared with the other plans' runners
+    last: CellRecord | None = field(default=None, init=False)  # the record of the cell run last
 
     def run(
         self,
@@ -166,7 +200,7 @@ class CellRunner:
             cell=cid,
         )
         recorder.attach(session.timeline)
-        sinks = self._sinks(recorder)
+        sinks = self.out.sinks()
         started = session.clock.now()
         self.folder.cell_started(
             _bare(
@@ -227,28 +261,23 @@ class CellRunner:
         if self.interrupts.abort.is_set() and restore is not None and not restore.ok:
             self.terminal.line(f"{cid}: restore abandoned: {restore.detail}")
         cell = CellRun(result, record)
+        self.last = record
         self._raise(cell, broke)
         return cell
 
     @property
-    def folder(self) -> RunFolderSink:
-        if self._folder is None:
-            self._folder = RunFolderSink(self.run_folder)
-        return self._folder
+    def out(self) -> RunOutputs:
+        if self.outputs is None:
+            self.outputs = RunOutputs(self.run_folder)
+        return self.outputs
 
-    def _sinks(self, recorder: Recorder) -> SinkSet:
-        """Every output of the cell: the run folder (summary.json, verdicts.json), Allure (its
-        evidence charts drawn by the report's chart helpers) and JUnit (junit.xml)."""
-        if self._allure is None:
-            self._allure = AllureSink(self.run_folder, chart=_evidence_png)
-        if self._junit is None:
-            self._junit = JUnitSink(self.run_folder)
-        extra = [self.store] if self.store is not None else []
-        return SinkSet(self.run_folder, [self.folder, self._allure, self._junit, *extra])
+    @property
+    def folder(self) -> RunFolderSink:
+        return self.out.folder
 
     def finish(self, info: RunInfo) -> None:
-        """The run ended: the sinks that write per run (junit.xml, Allure categories)."""
-        SinkSet(self.run_folder, [s for s in (self._allure, self._junit) if s is not None]).run_finished(info)
+        """The run ended: the per-run outputs (once, however many plans share them)."""
+        self.out.finish(info)
 
     @staticmethod
     def _names(session: Any, result: ScenarioResult | None, head: CellHead) -> Names:
@@ -269,6 +298,8 @@ class CellRunner:
             raise ThresholdFailure(reason)
         if outcome is Outcome.NO_DATA:
             raise NoDataError(reason)
+        if outcome is Outcome.MARGINAL and self.out.strict_marginal:
+            raise ThresholdFailure(f"{reason} (marginal fails with --strict-marginal)")
 
 
 def store_sink(url: str, run_folder: Any, say: Any = log.warning) -> StoreSink | None:

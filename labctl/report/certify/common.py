@@ -14,7 +14,7 @@ from labctl.report.run_view import CellView, copy_path_label
 OUTCOME_WORD = {
     Outcome.PASS: "pass",
     Outcome.MARGINAL: "marginal",
-    Outcome.FAIL: "FAIL",
+    Outcome.FAIL: "fail",  # the word every output uses (issue 20); its tone makes it red
     Outcome.NO_DATA: "no data",
     Outcome.LAB_FAULT: "lab fault",
     Outcome.ERROR: "error",
