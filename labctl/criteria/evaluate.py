@@ -414,6 +414,11 @@ def evaluate_criterion(
         outcome = Outcome.LAB_FAULT
 
     where = f" on {entity}" if entity and len(ents) > 1 else ""
+    short = _too_short(c, window)
+    if short and outcome is not Outcome.LAB_FAULT:
+        measured = f"; measured {stat} {fmt(observed)}{unit}{where}" if observed is not None else ""
+        outcome = Outcome.NO_DATA
+        judged.no_data = f"not judged: {short}{measured}"
     if outcome is Outcome.LAB_FAULT:
         message = f"{c.name}: {judged.fault}"
     elif outcome is Outcome.NO_DATA:
@@ -448,14 +453,28 @@ def evaluate_criterion(
         missing=judged.missing,
         series=judged.refs,
         message=message,
+        min_window_s=c.min_window_s,
+    )
+
+
+def _too_short(c: Criterion, window: Window | None) -> str:
+    """Why the window is too short for the criterion's band ("" when it is long enough). A phase
+    the cell did not run (an empty window) is plain no data, not a short one."""
+    if c.min_window_s is None or window is None or window.duration_s <= 0:
+        return ""
+    if window.duration_s >= c.min_window_s:
+        return ""
+    what = f"the {c.phase} phase" if c.phase else "the window"
+    return (
+        f"{what} lasted {fmt(window.duration_s)} s, shorter than the {fmt(c.min_window_s)} s this band "
+        "was measured over (a longer profile judges it)"
     )
 
 
 def cell_outcome(criteria: Sequence[CriterionVerdict]) -> Outcome:
-    """The worst criterion's outcome; a criterion that is not required cannot make it no_data."""
-    return worst(
-        Outcome.PASS if (c.outcome is Outcome.NO_DATA and not c.required) else c.outcome for c in criteria
-    )
+    """The worst criterion's outcome; a criterion that is not required, or whose window was too
+    short for it, cannot make it no_data."""
+    return worst(c.outcome if c.counts else Outcome.PASS for c in criteria)
 
 
 def evaluate(
@@ -505,6 +524,6 @@ def raise_for_outcome(verdict: CellVerdict, *, marginal_fails: bool = False) -> 
     failed = verdict.of(Outcome.FAIL) + (verdict.of(Outcome.MARGINAL) if marginal_fails else [])
     if failed:
         raise ThresholdFailure(_joined("threshold failure", failed, verdict.cell), evidence=failed)
-    missing = [r for r in verdict.of(Outcome.NO_DATA) if r.required]
+    missing = [r for r in verdict.of(Outcome.NO_DATA) if r.counts]
     if missing:
         raise NoDataError(_joined("no data", missing, verdict.cell), evidence=missing)

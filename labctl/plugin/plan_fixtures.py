@@ -43,7 +43,7 @@ from labctl.lab.lease import holder_description, lease_resource, open_lease_stor
 from labctl.lab.sites import require_agents
 from labctl.plugin.environment import LabEnvironment
 from labctl.plugin.interrupts import Interrupts
-from labctl.plugin.live import Terminal
+from labctl.plugin.live import RunProgress, Terminal
 from labctl.plugin.options import session_lab, settings
 from labctl.plugin.plans import PlanParams, load_plan_params
 from labctl.plugin.runner import CellRun, CellRunner, Interrupted, RunOutputs, store_sink
@@ -63,6 +63,7 @@ _terminal_key = pytest.StashKey[Terminal]()
 _lease_key = pytest.StashKey[Any]()
 _runner_key = pytest.StashKey[dict[str, CellRunner]]()
 _outputs_key = pytest.StashKey[RunOutputs]()
+_progress_key = pytest.StashKey[RunProgress]()
 _outcome_key = pytest.StashKey[tuple[Outcome, str]]()  # on a test item: its cells' outcome and reason
 _store_key = pytest.StashKey[Any]()  # the session's StoreSink (one for every plan's runner), or None
 
@@ -357,9 +358,30 @@ def _runner(config: pytest.Config, plan: str, env: LabEnvironment, run: RunFolde
     if plan not in runners:
         it = config.stash[_interrupts_key]
         runners[plan] = CellRunner(
-            plan, run, env, it, terminal(config), lease=lease_of(config), outputs=_outputs(config, run)
+            plan,
+            run,
+            env,
+            it,
+            terminal(config),
+            lease=lease_of(config),
+            outputs=_outputs(config, run),
+            progress=run_progress(config),
         )
     return runners[plan]
+
+
+def run_progress(config: pytest.Config) -> RunProgress:
+    """Where the session is (cell n of N, elapsed, ETA), shared by its plans' runners. N is the
+    number of selected tests that run cells, set when collection is done (:func:`count_cells`)."""
+    if _progress_key not in config.stash:
+        config.stash[_progress_key] = RunProgress()
+    return config.stash[_progress_key]
+
+
+def count_cells(session: pytest.Session) -> None:
+    run_progress(session.config).total = sum(
+        "run_cell" in getattr(item, "fixturenames", ()) for item in session.items
+    )
 
 
 def _outputs(config: pytest.Config, run: RunFolder) -> RunOutputs:

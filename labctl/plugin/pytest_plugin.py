@@ -74,6 +74,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         plan_fixtures.check_lab_loads(session)
         plan_fixtures.check_plans(session)
         plan_fixtures.take_lease(session)
+        plan_fixtures.count_cells(session)
     session.config.stash[_plan_key] = _plan_name(session.items)
 
 
@@ -208,6 +209,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     ):
         report.longrepr = f"{type(excinfo.value).__name__}: {excinfo.value}"
     noted = plan_fixtures.outcome_of(item)
+    if call.when == "call" and noted is None and "run_cell" in getattr(item, "fixturenames", ()):
+        plan_fixtures.run_progress(item.config).skipped()  # e.g. a cell reused from an earlier plan
     if call.when == "call" and noted is not None:
         outcome, reason = noted
         report.labctl_outcome = outcome.value

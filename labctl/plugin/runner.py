@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from labctl.criteria.errors import LabFault, NoDataError, ThresholdFailure
-from labctl.criteria.model import load_criteria
+from labctl.criteria.model import VARIABLE, load_criteria
 from labctl.criteria.variables import Names, lab_names
 from labctl.errors import BadInputError, LabctlError
 from labctl.lab.lease import Lease
 from labctl.lab.sites import set_run_context
 from labctl.plugin.environment import LabEnvironment
 from labctl.plugin.interrupts import Interrupts
-from labctl.plugin.live import CellDisplay, Terminal
+from labctl.plugin.live import CellDisplay, Peaks, RunProgress, Terminal, verdict_line
 from labctl.recorder import Recorder
 from labctl.recorder.cell_record import broken_record, judged_record
 from labctl.recorder.sinks import AllureSink, JUnitSink, RunFolderSink, Sink, SinkSet
@@ -167,6 +167,7 @@ class CellRunner:
     terminal: Terminal
     lease: Lease | None = None  # the lab lease this session holds (``lost`` is set if it lapsed)
     outputs: RunOutputs | None = None  # the run's sinks, shared with the other plans' runners
+    progress: RunProgress | None = None  # cell n of N, elapsed, ETA (shared by the plans' runners)
     last: CellRecord | None = field(default=None, init=False)  # the record of the cell run last
 
     def run(
@@ -181,6 +182,17 @@ class CellRunner:
             return self._run(scenario, cell_id, configuration, criteria)
 
     def _run(self, scenario: Scenario, cid: str, configuration: str | None, criteria: Path | None) -> CellRun:
+        if self.progress is None:
+            self.progress = RunProgress()
+        self.progress.cell_started()
+        try:
+            return self._measure(scenario, cid, configuration, criteria)
+        finally:
+            self.progress.cell_finished()
+
+    def _measure(
+        self, scenario: Scenario, cid: str, configuration: str | None, criteria: Path | None
+    ) -> CellRun:
         try:
             session = self.env.session(configuration)
         except BadInputError as exc:  # e.g. another simulated lab is up: the session cannot go on
@@ -210,7 +222,13 @@ class CellRunner:
         recorder.record(
             "cell.start", cid, plan=self.plan, scenario=scenario.name, configuration=cfg, **head.parameters
         )
-        display = CellDisplay(self.terminal, cid, _latest(recorder, cid))
+        display = CellDisplay(
+            self.terminal,
+            cid,
+            _latest(recorder, cid),
+            run=self.progress,
+            peaks=_peaks(recorder, cid, criteria, lab_names(session.lab).with_vars(head.parameters)),
+        )
         self.interrupts.say = display.note
         ctx = RunnerContext(cid, self.interrupts, display, recorder, session.timeline)
         result: ScenarioResult | None = None
@@ -257,6 +275,7 @@ class CellRunner:
                 broke = exc
                 record = broken_record(head, recorder, Outcome.ERROR, exc, summary=summary)
         sinks.cell_finished(record, recorder)
+        self.progress_done(record, first=not display.lines)
         restore = record.summary.restore
         if self.interrupts.abort.is_set() and restore is not None and not restore.ok:
             self.terminal.line(f"{cid}: restore abandoned: {restore.detail}")
@@ -264,6 +283,14 @@ class CellRunner:
         self.last = record
         self._raise(cell, broke)
         return cell
+
+    def progress_done(self, record: CellRecord, *, first: bool = False) -> None:
+        """The cell's verdict and reason the moment it ends, with where the run is (``first``: the
+        cell printed nothing yet, so pytest's line is still open)."""
+        assert self.progress is not None
+        self.progress.cell_finished()
+        line = verdict_line(record.cell, record.outcome, record.summary.reason, self.progress)
+        self.terminal.line(("\n" if first else "") + line)
 
     @property
     def out(self) -> RunOutputs:
@@ -340,6 +367,71 @@ def _evidence_png(verdict: CriterionVerdict, series: Sequence[Series]) -> bytes:
     from labctl.report.charts import evidence_png  # matplotlib: loaded only when a chart is drawn
 
     return evidence_png(verdict, series)
+
+
+def _figures(
+    criteria: Path | None, names: Names
+) -> list[tuple[str, str | None, str | None, str | None, str]]:
+    """The series the criteria judge, once each: (label, source, entity, metric, unit). The label
+    is the metric's name, or the criterion's where the metric is a pattern; a criterion whose
+    entity needs a variable only the scenario's result brings is left out."""
+    if criteria is None:
+        return []
+    try:
+        cf = load_criteria(criteria)  # checked with the lab's names at collection already
+    except LabctlError:
+        return []
+    out: list[tuple[str, str | None, str | None, str | None, str]] = []
+    seen: set[tuple[str | None, str | None, str | None]] = set()
+    for c in cf.criteria:
+        sel = c.select
+        if sel.is_result:
+            continue
+        entity = sel.entity
+        if entity is not None:
+            try:
+                entity = VARIABLE.sub(lambda m: str(names.variables[m.group(1)]), entity)
+            except KeyError:
+                continue
+        key = (sel.source, entity, sel.metric)
+        if key in seen:
+            continue
+        seen.add(key)
+        plain = sel.metric is not None and not any(ch in sel.metric for ch in "*?[")
+        label = sel.metric if plain and sel.metric else c.name
+        out.append((label, sel.source, entity, sel.metric, c.unit))
+    labels = [f[0] for f in out]
+    return [
+        (f"{label} {entity}" if labels.count(label) > 1 and entity else label, source, entity, metric, unit)
+        for label, source, entity, metric, unit in out
+    ]
+
+
+def _peaks(recorder: Recorder, cell: str, criteria: Path | None, names: Names) -> Peaks:
+    """The highest sample so far of each series the criteria judge (over their entities), for the
+    display, read at most once a wall second."""
+    figures = _figures(criteria, names)
+    cache: list[tuple[str, float, str]] = []
+    read_at = [0.0]
+    lock = threading.Lock()
+
+    def peaks() -> list[tuple[str, float, str]]:
+        with lock:
+            if time.monotonic() - read_at[0] < 1.0:
+                return list(cache)
+            read_at[0] = time.monotonic()
+            cache.clear()
+            for label, source, entity, metric, unit in figures:
+                highs = [
+                    max(v for v in s.values if v == v)  # NaN: no value reported
+                    for s in recorder.series(cell=cell, source=source, entity=entity, metric=metric)
+                    if any(v == v for v in s.values)
+                ]
+                if highs:
+                    cache.append((label, max(highs), unit))
+            return list(cache)
+
+    return peaks
 
 
 def _latest(recorder: Recorder, cell: str) -> Any:

@@ -579,3 +579,40 @@ def test_a_result_no_machine_has_is_a_lab_fault_when_required_and_no_data_when_n
     )
     assert required.outcome is Outcome.LAB_FAULT
     assert optional.outcome is Outcome.NO_DATA
+
+
+def test_a_window_shorter_than_the_band_needs_is_no_data_saying_why_and_does_not_count() -> None:
+    """The quick VDI profile's ten-minute steady phase against the paper's hour-long band: not a
+    failure (10.5 IOPS per desktop against 6.5-8.5), not judged."""
+    from labctl.records.run_record import Phase
+
+    spec = {
+        "name": "steady IOPS",
+        "select": {"result": "steady_iops_per_desktop", "role": "array"},
+        "phase": "steady",
+        "min_window_s": 3600,
+        "unit": "IO/s",
+        "pass": {"min": 6.5, "max": 8.5},
+    }
+    cf = parse_criteria({"criteria": [spec]})
+    arrays = [client("eql-01", "array", outcome="measured", steady_iops_per_desktop=10.5)]
+
+    def judged(steady_s: float) -> Any:
+        s = summary((T0, T0 + steady_s + 100), arrays).model_copy(
+            update={"phases": [Phase(name="steady", start_ts_s=T0 + 50, end_ts_s=T0 + 50 + steady_s)]}
+        )
+        return evaluate(cf, SeriesStore(), s, names=NAMES)
+
+    quick = judged(600)
+    r = quick["steady IOPS"]
+    assert r.outcome is Outcome.NO_DATA and r.too_short and not r.counts
+    assert r.message == (
+        "steady IOPS: not judged: the steady phase lasted 600 s, shorter than the 3600 s this band was "
+        "measured over (a longer profile judges it); measured value 10.5 IO/s (band >= 6.50 IO/s and <= 8.50 IO/s)"
+    )
+    assert quick.outcome is Outcome.PASS
+    raise_for_outcome(quick)  # neither a failure nor missing data
+    full = judged(3600)  # the paper's hour: judged, and 10.5 fails
+    assert full["steady IOPS"].outcome is Outcome.FAIL and full.outcome is Outcome.FAIL
+    with pytest.raises(CriteriaFileError, match="min_window_s"):
+        parse_criteria({"criteria": [{**spec, "min_window_s": 0}]})

@@ -250,8 +250,10 @@ def test_the_terminal_counts_each_outcome_under_its_word(run: dict[str, Any]) ->
     text = "\n".join(lines)
     for n, outcome in OUTCOMES.items():
         shown = {Outcome.PASS: "PASSED", Outcome.FAIL: "FAILED"}.get(outcome, WORD[outcome].upper())
-        # -v: the word after the test's id (an interrupt's own message may come between)
-        assert re.search(rf"\[{cell_id(n)}\] (.*\n)?{shown}\s+\[", text), [
+        # -v: the word after the test's id (the cell's own lines come between), and the cell's
+        # verdict line the moment it ended
+        assert re.search(rf"^{cell_id(n)}: {WORD[outcome].upper()}\b.*\[cell {n} of ", text, re.M), n
+        assert re.search(rf"\[{cell_id(n)}\] (.*\n)*?{shown}\s+\[", text), [
             x for x in lines if cell_id(n) in x
         ]
     summary = lines[-1]
