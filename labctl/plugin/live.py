@@ -307,11 +307,13 @@ class CellDisplay:
             parts.append(f"window {self.window_s - p.window_left_s:.0f}/{self.window_s:.0f} s")
         if p.note:
             parts.append(p.note)
+        measuring = p.phase not in ("start", "prepare", "restore")
         metrics = _metrics_text(self._latest()) if p.phase in ("wake", "window", "copy+reboot") else ""
+        peaks = _peaks_text(self._peaks(), limit=3) if measuring else ""
         first = "" if self._last_phase else "\n"  # the first line of a cell leaves pytest's dots alone
         if first and self.run is not None:
             parts.append(self.run.text())
-        return first + " · ".join(parts + ([metrics] if metrics else []))
+        return first + " · ".join(parts + [x for x in (metrics, peaks) if x])
 
     def _say(self, line: str) -> None:
         self._last_line = self.clock()
