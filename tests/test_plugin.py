@@ -245,9 +245,9 @@ def test_a_log_gets_a_heartbeat_with_the_runs_progress_and_the_criterias_peaks_w
     lines = [x for x in out.getvalue().split("\n") if x]
     assert lines == [
         "[vdi_storm-default-050] login · 120/315 · 40 waiting, 3 booting · cell 2 of 3 · 4:00 elapsed"
-        " · ETA 8:00 · peak so far: latency_ms 14.2 ms, host CPU 87.0 %",
+        " · ETA 8:00 · peak so far: latency_ms 14.2 ms, host CPU 87 %",
         "[vdi_storm-default-050] login · 200/315 · 20 waiting, 0 booting · cell 2 of 3 · 4:16 elapsed"
-        " · ETA 7:44 · peak so far: latency_ms 14.2 ms, host CPU 87.0 %",
+        " · ETA 7:44 · peak so far: latency_ms 14.2 ms, host CPU 87 %",
     ]
     assert verdict_line("vdi_storm-default-050", Outcome.NO_DATA, "t7: not judged\nmore", run) == (
         "vdi_storm-default-050: NO DATA: t7: not judged  [cell 2 of 3 · 4:16 elapsed · ETA 7:44]"

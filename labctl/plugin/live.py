@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from labctl.criteria.evaluate import fmt
 from labctl.records.run_record import Outcome
 from labctl.scenarios.base import Progress
 
@@ -163,13 +164,8 @@ def verdict_line(cell: str, outcome: Outcome, reason: str, progress: RunProgress
 def _peaks_text(peaks: list[tuple[str, float, str]], limit: int = 4) -> str:
     if not peaks:
         return ""
-    shown = [f"{name} {_num(v)}{(' ' + unit) if unit else ''}" for name, v, unit in peaks[:limit]]
+    shown = [f"{name} {fmt(v)}{(' ' + unit) if unit else ''}" for name, v, unit in peaks[:limit]]
     return "peak so far: " + ", ".join(shown)
-
-
-def _num(v: float) -> str:
-    a = abs(v)
-    return f"{v:.0f}" if a >= 100 else (f"{v:.1f}" if a >= 10 else f"{v:.2f}")
 
 
 def _metrics_text(latest: dict[str, float]) -> str:
