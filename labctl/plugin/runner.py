@@ -13,7 +13,9 @@
    on a partial window); the outcome is the worst of what the scenario saw and the verdict, with a
    one-line reason;
 5. the :class:`CellRecord` goes to every sink (run folder, Allure, JUnit; the results store's
-   :class:`~labctl.store.StoreSink` when the session names a store, see :func:`store_sink`);
+   :class:`~labctl.store.StoreSink` when the session names a store, see :func:`store_sink`): one
+   :class:`RunOutputs` per run, shared by its plans' runners; the terminal gets the cell's verdict
+   and reason with where the run is (cell n of N, elapsed, ETA: :class:`~labctl.plugin.live.RunProgress`);
 6. the cell ends with the exception that gives pytest and Allure its status: ThresholdFailure
    (failed), LabFault / NoDataError / Interrupted (broken), or the scenario's own error.
 """
@@ -227,7 +229,7 @@ class CellRunner:
             cid,
             _latest(recorder, cid),
             run=self.progress,
-            peaks=_peaks(recorder, cid, criteria, lab_names(session.lab).with_vars(head.parameters)),
+            peaks=_peaks(recorder, cid, criteria, _display_names(session, head)),
         )
         self.interrupts.say = display.note
         ctx = RunnerContext(cid, self.interrupts, display, recorder, session.timeline)
@@ -367,6 +369,15 @@ def _evidence_png(verdict: CriterionVerdict, series: Sequence[Series]) -> bytes:
     from labctl.report.charts import evidence_png  # matplotlib: loaded only when a chart is drawn
 
     return evidence_png(verdict, series)
+
+
+def _display_names(session: Any, head: CellHead) -> Names:
+    """The names the display resolves the criteria's entities with, before the scenario ran (a
+    lab whose names do not resolve shows no peaks; judging the cell reports why)."""
+    try:
+        return lab_names(session.lab).with_vars(head.parameters)
+    except LabctlError:
+        return Names()
 
 
 def _figures(
