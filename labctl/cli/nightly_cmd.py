@@ -34,7 +34,7 @@ from labctl.cli.runs_cmd import store_option
 from labctl.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInputError, LabctlError
 from labctl.inventory.load import load_lab
 from labctl.inventory.model import Lab
-from labctl.lab.lease import LeaseHeld, holder_description, lease_resource, open_lease_store
+from labctl.lab.lease import LeaseHeld, holder_description, lease_resource, lease_store_for
 from labctl.recorder.runfolder import RunFolder
 from labctl.recorder.sinks.allure import ALLURE_RESULTS_DIR
 from labctl.report.allure_regressions import mark_regressions
@@ -101,10 +101,7 @@ def _check_lease(lab: Lab, wait_s: float) -> None:
     """One line naming the holder when another run holds the lab (the run takes the lease itself,
     from the same store: the lab's hub when it has site agents; this only spares the log a pytest
     session that stops at once)."""
-    agents = lab.agents
-    leases = open_lease_store(
-        agents.hub if agents else None, hub_domain=agents.hub_domain if agents else None
-    )
+    leases = lease_store_for(lab)
     try:
         leases.take(
             lease_resource("lab", lab.name),
@@ -112,7 +109,7 @@ def _check_lease(lab: Lab, wait_s: float) -> None:
             wait_s=wait_s,
         ).release()
     except LeaseHeld as exc:
-        raise BadInputError(str(exc).replace("--wait S", "--lease-wait S")) from None
+        raise BadInputError(str(exc)) from None
     finally:
         leases.close()
 

@@ -16,8 +16,8 @@ from labctl.cli.common import config_option, lab_option
 from labctl.errors import EXIT_FAILED
 from labctl.inventory import load_lab
 from labctl.inventory.ranges import compact_names
+from labctl.lab.lease.guard import check_not_leased
 from labctl.lab.power import Action, MachineState, PowerReport, State
-from labctl.lab.power.lease_guard import check_not_leased
 from labctl.lab.session import LabSession
 
 TARGET_HELP = "A machine, a group, a range like optiplex-[001-010], or a comma-separated list."

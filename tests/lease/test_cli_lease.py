@@ -12,7 +12,7 @@ from labctl.agents.nats_server import NatsServer
 from labctl.cli import cli
 from labctl.cli.common import run_cli
 from labctl.lab.lease import this_host, this_user
-from labctl.lab.lease_file import FileLeaseStore
+from labctl.lab.lease.file import FileLeaseStore
 from tests.nats_server import unique_bucket
 
 ME = f"{this_user()}@{this_host()}"
@@ -74,9 +74,9 @@ def test_a_runs_lease_refuses_a_reservation_in_one_line_naming_the_run(lease_dir
         code, out, err = labctl("take", "sim-2007")
         assert code == 2 and out == ""
         assert err.count("\n") == 1
-        assert err.startswith(
-            "error: lab:sim-2007 is leased by ci@runner pid 4242 (labctl run boot_storm) for "
-        )
+        assert err.startswith("error: lab:sim-2007 is leased by ci@runner pid 4242 (labctl run boot_storm) (")
+        # the time it has left (a run's: renewed while it lives), and the flag that waits for it
+        assert " left, renewed while its run lives)" in err and "(wait for it with --wait S," in err
         code, _, err = labctl("release", "sim-2007")  # not ours to release
         assert code == 2 and "not reserved by" in err and "labctl lease break lab:sim-2007" in err
         code, out, err = labctl("break", "lab:sim-2007")

@@ -30,7 +30,8 @@ def test_two_processes_racing_for_a_lab_exactly_one_wins_and_the_other_names_it(
     assert len(taken) == 1 and len(held) == 1, outcomes
     winner = taken[0]["holder"]
     assert held[0]["by"] == winner
-    assert held[0]["message"].startswith(f"{LAB} is leased by {winner} for ")
+    assert held[0]["message"].startswith(f"{LAB} is leased by {winner} (")
+    assert " left, renewed while its run lives) (wait for it with --lease-wait S," in held[0]["message"]
     assert f"`labctl lease break {LAB}`" in held[0]["message"]
     # and the store agrees with the winner
     (info,) = backend.store().list()
