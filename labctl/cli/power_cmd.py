@@ -36,7 +36,9 @@ def power() -> None:
       labctl power reboot pvs-01
 
     \b
-    A lab that another run leases is refused (the line names the holder) unless --force.
+    A lab that another run leases is refused (the line names the holder and the time its lease
+    has left) unless --force; the lab's leases are read where its runs take them (its inventory's
+    hub, else $LABCTL_HUB, else this machine's). Your own `labctl lease take` is not in the way.
     """
 
 

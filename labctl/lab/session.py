@@ -21,7 +21,7 @@ import threading
 
 from labctl.clock import LabClock
 from labctl.inventory.model import Lab, Machine
-from labctl.lab.context import DriverSettings, LabContext, by_vcenter, kinds
+from labctl.lab.context import DriverSettings, LabContext
 from labctl.lab.events import Timeline
 from labctl.lab.files import Files
 from labctl.lab.health import Health
@@ -33,7 +33,7 @@ from labctl.lab.sources import Sources
 from labctl.lab.strategy import PowerStrategy
 from labctl.lab.targets import Selector
 
-__all__ = ["DriverSettings", "LabSession", "by_vcenter", "kinds"]
+__all__ = ["DriverSettings", "LabSession"]
 
 
 class LabSession:

@@ -139,7 +139,9 @@ class NatsLeaseStore(RecordLeaseStore):
                 self._url,
                 "connect to the lease hub",
                 reason or type(exc).__name__,
-                "is nats-server running there? or unset LABCTL_HUB / drop --hub to use this machine's leases",
+                "is nats-server running there? (the hub comes from --hub, else the inventory's "
+                "agents.hub, else LABCTL_HUB; a lab without agents and without LABCTL_HUB uses this "
+                "machine's leases)",
             ) from None
         self._js = self._nc.jetstream(domain=js_domain, timeout=self.call_timeout_s)
         # Writes reach another domain's stream through its API prefix, as every NATS client's KV

@@ -282,7 +282,10 @@ class RecordLeaseStore(abc.ABC):
                 if earlier is not None:  # a reservation taken again: renewed, first taken then
                     kept = {"holder": earlier.holder} if keep_holder else {}
                     mine = mine.model_copy(update={"taken_at": earlier.taken_at, **kept})
-                new = LeaseRecord(resource=resource, shared=shared, refs=(*others, mine))
+                # under others (shared ones, or its owner's reservation) the record stays as shared
+                # as it was: taking under an exclusive reservation never opens it to shared takers
+                still_shared = shared and (record is None or not others or record.shared)
+                new = LeaseRecord(resource=resource, shared=still_shared, refs=(*others, mine))
                 return new, _Taken(new, first_user=not others)
 
             outcome = self._transact(resource, fn)
