@@ -34,7 +34,7 @@ from labctl.drivers.storage import open_storage
 from labctl.drivers.vsphere import HOST_COUNTERS, VM_COUNTERS, VCenterClient
 from labctl.errors import EndpointError, MissingCredentialError
 from labctl.inventory.model import Lab, Machine, Tls, TlsMode
-from labctl.lab.session import LabSession
+from labctl.lab.context import HasContext, LabContext, context_of
 
 
 @dataclass
@@ -78,18 +78,20 @@ def _fail(r: CheckResult, exc: Exception) -> CheckResult:
 
 
 class Preflight:
-    def __init__(self, session: LabSession, *, workers: int = 32):
-        self.s = session
-        self.lab: Lab = session.lab
+    """Built with the lab context (or a session carrying one)."""
+
+    def __init__(self, ctx: LabContext | HasContext, *, workers: int = 32):
+        self.ctx = context_of(ctx)
+        self.lab: Lab = self.ctx.lab
         self.workers = workers
 
     def checks(self) -> list[tuple[CheckResult, Callable[[CheckResult], None]]]:
         lab = self.lab
         out: list[tuple[CheckResult, Callable[[CheckResult], None]]] = []
-        measured = {m.name for m in self.s.streaming_servers}
+        measured = {m.name for m in self.ctx.streaming_servers}
         if lab.configuration is not None:
             measured |= {lab.configuration.vdisk_server, lab.configuration.write_cache_server}
-        streaming = {m.name for m in self.s.streaming_servers}
+        streaming = {m.name for m in self.ctx.streaming_servers}
         for m in lab.servers:
             if m.bmc is not None:
                 out.append(
@@ -161,7 +163,7 @@ class Preflight:
     # --- the checks ----------------------------------------------------------------------------
     def _bmc(self, r: CheckResult, m: Machine) -> None:
         assert m.bmc is not None
-        st = self.s.settings
+        st = self.ctx.settings
         with RedfishClient(m.name, m.bmc, timeout_s=st.redfish_timeout_s, backoff=st.redfish_backoff) as rf:
             inv = rf.inventory()
             r.version = f"{inv.bmc_model or 'BMC'} {inv.bmc_firmware}, Redfish {inv.redfish_version}".strip()
@@ -188,7 +190,7 @@ class Preflight:
 
     def _server_ssh(self, r: CheckResult, m: Machine, measured: bool, streaming: bool) -> None:
         target = SshTarget.for_machine(m)
-        pool = self.s.ssh
+        pool = self.ctx.ssh
         host = pool.run(target, ["hostname"], timeout_s=30, action="log in and run hostname", check=True)
         caps = [f"hostname {host.stdout.strip()}"]
         if measured:
@@ -241,7 +243,7 @@ class Preflight:
                 r.reason = f"relay {net.wol_relay!r} is not a machine with ssh access in this configuration"
                 r.fix = "name a machine of that subnet with ssh: as wol_relay"
                 return
-            self.s.ssh.run(
+            self.ctx.ssh.run(
                 SshTarget.for_machine(relay),
                 ["hostname"],
                 timeout_s=30,
@@ -267,7 +269,7 @@ class Preflight:
         r.ok = True
 
     def _vcenter(self, r: CheckResult, name: str) -> None:
-        st = self.s.settings
+        st = self.ctx.settings
         with VCenterClient(self.lab.vcenters[name], timeout_s=st.vcenter_timeout_s) as vc:
             r.version = f"{vc.about.get('name', '')} (API {vc.about.get('api_version', '')})"
             inv = vc.inventory(properties=("name",))
@@ -292,7 +294,7 @@ class Preflight:
 
     def _storage(self, r: CheckResult, name: str) -> None:
         arr = self.lab.storage[name]
-        with open_storage(arr, timeout_s=self.s.settings.storage_timeout_s) as drv:
+        with open_storage(arr, timeout_s=self.ctx.settings.storage_timeout_s) as drv:
             info = drv.info()
             r.version = f"{info.model} {info.software_version} (API {info.api_version})".strip()
             missing = drv.missing_metrics()

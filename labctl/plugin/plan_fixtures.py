@@ -39,7 +39,7 @@ from pydantic import BaseModel
 from labctl.criteria.model import load_criteria
 from labctl.criteria.variables import lab_names
 from labctl.errors import BadInputError, InventoryError
-from labctl.lab.lease import holder_description, lease_resource, open_lease_store
+from labctl.lab.lease import holder_description, lease_resource, lease_store_for
 from labctl.lab.sites import require_agents
 from labctl.plugin.environment import LabEnvironment
 from labctl.plugin.interrupts import Interrupts
@@ -254,8 +254,7 @@ def take_lease(session: pytest.Session) -> None:
         require_agents(lab)
     except BadInputError as exc:
         raise pytest.UsageError(str(exc)) from None
-    hub = lab.agents.hub if lab.agents is not None else None
-    store = open_lease_store(hub, hub_domain=lab.agents.hub_domain if lab.agents is not None else None)
+    store = lease_store_for(lab)
     try:
         config.stash[_lease_key] = store.take(
             lease_resource("lab", lab.name), holder_description(what), wait_s=settings(config).lease_wait_s

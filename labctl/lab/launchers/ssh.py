@@ -15,9 +15,9 @@ from labctl.drivers.ssh import Shell, SshTarget
 from labctl.errors import EndpointError
 from labctl.inventory.model import HostKeyPolicy
 from labctl.inventory.vdi import Launcher
+from labctl.lab.context import LabContext
 from labctl.lab.launchers import wire
 from labctl.lab.launchers.model import EventBatch, Refusal, SessionEvent
-from labctl.lab.session import LabSession
 
 CALL_TIMEOUT_WALL_S = 60.0  # one protocol call; a start of hundreds of sessions returns at once
 
@@ -25,8 +25,8 @@ CALL_TIMEOUT_WALL_S = 60.0  # one protocol call; a start of hundreds of sessions
 class SshLauncherBackend:
     kind: ClassVar[str] = "ssh"
 
-    def __init__(self, session: LabSession):
-        self.s = session
+    def __init__(self, ctx: LabContext):
+        self.ctx = ctx
 
     def target(self, launcher: Launcher) -> SshTarget:
         a = launcher.access
@@ -51,7 +51,7 @@ class SshLauncherBackend:
 
     def _call(self, launcher: Launcher, verb: str, **args: str | Sequence[str] | int) -> str:
         script = launcher.access.script if launcher.access is not None else ""
-        res = self.s.ssh.run(
+        res = self.ctx.ssh.run(
             self.target(launcher),
             wire.command(script, verb, **args),
             timeout_s=CALL_TIMEOUT_WALL_S,

@@ -4,14 +4,14 @@ A run takes a lease on what it touches and a background thread renews it while t
 second run waits with a deadline or fails with one line naming the holder; a holder that dies stops
 renewing and its lease expires on its own (its TTL; on the file store also as soon as its pid on
 this host is gone). Two backends share this interface and the logic of
-:mod:`labctl.lab.lease_store`:
+:mod:`labctl.lab.lease.record`:
 
-- :class:`labctl.lab.lease_file.FileLeaseStore`: one machine, files under ``.labctl/leases``
+- :class:`labctl.lab.lease.file.FileLeaseStore`: one machine, files under ``.labctl/leases``
   (no server needed);
-- :class:`labctl.agents.lease_nats.NatsLeaseStore`: a JetStream key-value bucket on the hub, shared
+- :class:`labctl.lab.lease.hub.NatsLeaseStore`: a JetStream key-value bucket on the hub, shared
   by every controller and agent of the site.
 
-    store = open_lease_store()                       # $LABCTL_HUB -> NATS, else the file store
+    store = lease_store_for(lab)                     # the lab's hub, $LABCTL_HUB, else the files
     with store.take("lab:sim-2007", holder_description("labctl run boot_storm"), wait_s=60) as lease:
         ...                                          # lease.lost is set if it was broken or lapsed
     leases = store.take_all(["lab:sim-2007", "switch:pc6248"], holder, shared=False)
@@ -20,7 +20,8 @@ Shared resources (a switch, an array used by several labs) are reference-counted
 adds a reference when others hold it shared; ``lease.first_user`` says this taker was the first
 (power it on), ``lease.last_user`` after :meth:`Lease.release` says nobody else holds it (power it
 off). A reservation (:meth:`LeaseStore.reserve`, `labctl lease take`) is a lease a person takes
-from the shell: bound to ``user@host`` rather than a process, kept for its TTL or until released.
+from the shell: bound to ``user@host`` rather than a process, kept for its TTL or until released;
+that person's own runs, nightlies and power actions go ahead under it (``owner`` of a take).
 
 Resources are flat keys: a lease on ``lab:X`` does not by itself conflict with one on
 ``group:X/first-25``. A run that leases parts of a lab should first take ``lab:X`` *shared* (runs
@@ -52,7 +53,7 @@ LEASE_DIR_VAR = "LABCTL_LEASE_DIR"
 HUB_VAR = "LABCTL_HUB"
 HUB_DOMAIN_VAR = "LABCTL_HUB_DOMAIN"  # the hub's JetStream domain, for a client behind a leaf node
 LEASE_BUCKET_VAR = "LABCTL_LEASE_BUCKET"  # the hub's lease bucket (default labctl-leases)
-DEFAULT_LEASE_DIR = Path(__file__).resolve().parents[2] / ".labctl" / "leases"
+DEFAULT_LEASE_DIR = Path(__file__).resolve().parents[3] / ".labctl" / "leases"
 
 DEFAULT_TTL_S: Final = 30.0
 # NATS per-message TTLs are whole seconds and at least one: the same floor on both backends, so a
@@ -81,6 +82,7 @@ class LeaseInfo:
     shared: bool = False
     refs: int = 1  # holders of a shared (reference-counted) resource
     holders: tuple[str, ...] = ()  # every holder of a shared resource, oldest first
+    reserved_by: tuple[str, ...] = ()  # user@host of each reservation among the holders (lease take)
 
     @property
     def expires_at(self) -> float:
@@ -91,17 +93,27 @@ class LeaseInfo:
 
 
 class LeaseHeld(BadInputError):
-    """The resource is leased by someone else (after waiting, if asked to wait)."""
+    """The resource is leased by someone else (after waiting, if asked to wait).
 
-    def __init__(self, info: LeaseInfo, waited_s: float = 0.0):
+    The line names the holder, the time its lease has left, and the flag that waits for it
+    (``wait_flag``: a run's and nightly's ``--lease-wait``; `labctl lease take` says ``--wait``)."""
+
+    def __init__(self, info: LeaseInfo, waited_s: float = 0.0, *, wait_flag: str = "--lease-wait"):
         self.info = info
         self.waited_s = waited_s
+        self.wait_flag = wait_flag
         others = f" and {info.refs - 1} other(s)" if info.refs > 1 else ""
         waited = f", still after waiting {format_duration(waited_s)}" if waited_s > 0 else ""
+        left = format_duration(info.expires_at - time.time())
+        renewed = ", renewed while its run lives" if info.holder_pid is not None else ""
         super().__init__(
-            f"{info.resource} is leased by {info.holder}{others} for {format_duration(info.age_s())}"
-            f"{waited} (wait with --wait S, or `labctl lease break {info.resource}`)"
+            f"{info.resource} is leased by {clean_note(info.holder)}{others} ({left} left{renewed})"
+            f"{waited} (wait for it with {wait_flag} S, or `labctl lease break {info.resource}`)"
         )
+
+    def with_wait_flag(self, wait_flag: str) -> LeaseHeld:
+        """The same refusal naming another command's wait flag."""
+        return LeaseHeld(self.info, self.waited_s, wait_flag=wait_flag)
 
 
 class LeaseLost(LabctlError):
@@ -155,6 +167,21 @@ def format_duration(seconds: float) -> str:
         return f"{h} h {m} min" if m else f"{h} h"
     d, h = divmod(h, 24)
     return f"{d} d {h} h" if h else f"{d} d"
+
+
+MAX_NOTE_LEN: Final = 200  # characters of a lease note kept (and of a holder shown)
+# CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \), and any other two-character ESC sequence
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def clean_note(text: str, limit: int = MAX_NOTE_LEN) -> str:
+    """``text`` safe for a terminal and bounded: escape sequences and control characters removed
+    (a note cannot recolour, retitle or clear the screen of whoever lists the leases), whitespace
+    runs made one space, at most ``limit`` characters (the cut marked with ``...``)."""
+    text = _CONTROL.sub(" ", _ESCAPES.sub("", text))
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
 def this_host() -> str:
@@ -292,16 +319,16 @@ class Lease:
 
 class LeaseStore(Protocol):
     """What a run, the pytest plugin and `labctl power` use; both backends provide it
-    (:class:`labctl.lab.lease_store.RecordLeaseStore` documents each method)."""
+    (:class:`labctl.lab.lease.record.RecordLeaseStore` documents each method)."""
 
     def take(
         self, resource: str, holder: str, *, ttl_s: float = DEFAULT_TTL_S, wait_s: float = 0,
-        shared: bool = False,
+        shared: bool = False, owner: str | None = None,
     ) -> Lease: ...  # fmt: skip
 
     def take_all(
         self, resources: Sequence[str], holder: str, *, ttl_s: float = DEFAULT_TTL_S, wait_s: float = 0,
-        shared: bool = False,
+        shared: bool = False, owner: str | None = None,
     ) -> list[Lease]: ...  # fmt: skip
 
     def list(self) -> list[LeaseInfo]: ...
@@ -310,7 +337,7 @@ class LeaseStore(Protocol):
 
     def reserve(
         self, resource: str, owner: str, holder: str, *, ttl_s: float, wait_s: float = 0,
-        shared: bool = False,
+        shared: bool = False, keep_holder: bool = False,
     ) -> LeaseInfo: ...  # fmt: skip
 
     def unreserve(self, resource: str, owner: str) -> LeaseInfo | None: ...
@@ -321,34 +348,14 @@ class LeaseStore(Protocol):
     def where(self) -> str: ...
 
 
+RESERVATION_PREFIX: Final = "hand:"
+
+
 def reservation_token(owner: str) -> str:
-    return f"hand:{owner}"
+    return f"{RESERVATION_PREFIX}{owner}"
 
 
 def default_lease_dir() -> Path:
     """``$LABCTL_LEASE_DIR`` if set, else the project's ``.labctl/leases``."""
     env = os.environ.get(LEASE_DIR_VAR)
     return Path(env).resolve() if env else DEFAULT_LEASE_DIR
-
-
-def open_lease_store(
-    hub: str | None = None, *, hub_domain: str | None = None, lease_dir: Path | None = None
-) -> LeaseStore:
-    """The lease store to use: the NATS hub ``hub`` (or ``$LABCTL_HUB``) when given, else the
-    single-machine file store (``lease_dir``, ``$LABCTL_LEASE_DIR``, or ``.labctl/leases``).
-    ``hub_domain`` (or ``$LABCTL_HUB_DOMAIN``): the hub's JetStream domain, when ``hub`` is a leaf
-    node (a site's server) rather than the hub itself. ``$LABCTL_LEASE_BUCKET`` names another
-    bucket than ``labctl-leases`` (two lab fleets on one hub, tests)."""
-    hub = hub or os.environ.get(HUB_VAR) or None
-    if hub:
-        # imported here: the file store (a lab without agents) must not need nats-py loaded
-        from labctl.agents.lease_nats import DEFAULT_BUCKET, NatsLeaseStore
-
-        return NatsLeaseStore(
-            hub,
-            bucket=os.environ.get(LEASE_BUCKET_VAR) or DEFAULT_BUCKET,
-            js_domain=hub_domain or os.environ.get(HUB_DOMAIN_VAR) or None,
-        )
-    from labctl.lab.lease_file import FileLeaseStore  # the file store imports this module
-
-    return FileLeaseStore(lease_dir)

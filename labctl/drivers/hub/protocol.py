@@ -21,7 +21,7 @@ link never doubles an order or a result; the agent's journal (:mod:`labctl.agent
 keeps an order that is delivered again (its ack was lost) from being executed twice.
 
 Times: ``*_wall`` fields are epoch seconds of the *sender's* wall clock. The controller measures
-each agent's offset (:mod:`labctl.agents.clocksync`), puts ``fire_at`` into every order on that
+each agent's offset (:mod:`labctl.drivers.hub.clocksync`), puts ``fire_at`` into every order on that
 agent's clock, and turns the agent's stamps back into its own before recording them.
 """
 

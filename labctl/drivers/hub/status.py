@@ -11,8 +11,8 @@ from typing import Any
 
 import nats.js.errors
 
-from labctl.agents.clocksync import ClockOffset, measure
-from labctl.agents.protocol import AGENTS_STREAM, Heartbeat, clock_subject, heartbeat_subject
+from labctl.drivers.hub.clocksync import ClockOffset, measure
+from labctl.drivers.hub.protocol import AGENTS_STREAM, Heartbeat, clock_subject, heartbeat_subject
 from labctl.inventory.agents import Agent
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 import time
 from collections.abc import Coroutine, Sequence
 from typing import Any, Final, TypeVar
@@ -21,9 +22,8 @@ import nats.js.errors
 from nats.js import JetStreamContext
 from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 
-from labctl.agents.aioloop import LoopThread
-from labctl.agents.lease_nats import display_url
-from labctl.agents.protocol import (
+from labctl.drivers.hub.loop import LoopThread
+from labctl.drivers.hub.protocol import (
     AGENTS_STREAM,
     DATA_STREAM,
     DEDUP_WINDOW_S,
@@ -35,6 +35,14 @@ from labctl.agents.protocol import (
 from labctl.errors import EndpointError, EndpointTimeout
 
 log = logging.getLogger(__name__)
+_USERINFO = re.compile(r"//[^/@\s]*@")
+
+
+def display_url(servers: Sequence[str]) -> str:
+    """The hub URL(s) for messages, without any user:password."""
+    return ",".join(_USERINFO.sub("//", s) for s in servers)
+
+
 T = TypeVar("T")
 
 CALL_TIMEOUT_S: Final = 5.0  # one JetStream request

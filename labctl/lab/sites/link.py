@@ -1,5 +1,5 @@
 """The controller's link to its site agents over NATS JetStream (implements
-:class:`labctl.lab.sites.AgentLink`).
+:class:`labctl.lab.sites.AgentLink`): a lab adapter over the hub's wire (:mod:`labctl.drivers.hub`).
 
 A power action is a **timed fan-out**: the link measures every agent's clock offset (ping over
 NATS), picks a fire instant far enough ahead for every order to arrive (``fire_lead_s``, and
@@ -29,10 +29,10 @@ from typing import Any, Final
 
 from nats.js.api import DeliverPolicy
 
-from labctl.agents.clocksync import ClockOffset
-from labctl.agents.feeds import AgentFeed
-from labctl.agents.hub import HubConnection
-from labctl.agents.protocol import (
+from labctl.clock import LabClock
+from labctl.drivers.hub.clocksync import ClockOffset
+from labctl.drivers.hub.connection import HubConnection
+from labctl.drivers.hub.protocol import (
     ClockSpec,
     FeedSpec,
     MachineResult,
@@ -44,18 +44,19 @@ from labctl.agents.protocol import (
     results_of,
     sample_subject,
 )
-from labctl.agents.status import AgentStatus, measure_all, statuses
-from labctl.clock import LabClock
+from labctl.drivers.hub.status import AgentStatus, measure_all, statuses
 from labctl.drivers.power_verbs import PowerVerb
 from labctl.errors import EndpointError
 from labctl.inventory.agents import Agents
 from labctl.inventory.model import Lab, Machine, PowerKind
+from labctl.lab.context import agents_of
 from labctl.lab.events import Timeline
 from labctl.lab.health import DeviceHealth
 from labctl.lab.power.backend import Gate, Report, sleep_until
 from labctl.lab.power.model import MachineState, PowerOutcome, State, lab_at, spread
 from labctl.lab.ready import Readiness
-from labctl.lab.sites import AgentDown, agents_of
+from labctl.lab.sites.errors import AgentDown
+from labctl.lab.sites.feed import AgentFeed
 from labctl.records.samples import MetricSource
 
 log = logging.getLogger(__name__)

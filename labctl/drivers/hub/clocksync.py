@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import nats.errors
 
-from labctl.agents.protocol import Ping, Pong
+from labctl.drivers.hub.protocol import Ping, Pong
 
 PINGS: Final = 7  # exchanges per measurement
 PING_TIMEOUT_S: Final = 1.0

@@ -27,9 +27,10 @@ from typing import Final, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from labctl.errors import BadInputError, LabctlError
-from labctl.lab.lease import (
+from labctl.lab.lease.model import (
     DEFAULT_TTL_S,
     MAX_TTL_S,
+    RESERVATION_PREFIX,
     Lease,
     LeaseHeld,
     LeaseInfo,
@@ -38,6 +39,7 @@ from labctl.lab.lease import (
     check_ttl,
     reservation_token,
     this_host,
+    this_user,
 )
 
 log = logging.getLogger(__name__)
@@ -114,6 +116,11 @@ class LeaseRecord(BaseModel):
             shared=self.shared,
             refs=len(self.refs),
             holders=tuple(r.holder for r in sorted(self.refs, key=lambda r: r.taken_at)),
+            reserved_by=tuple(
+                r.token.removeprefix(RESERVATION_PREFIX)
+                for r in self.refs
+                if r.token.startswith(RESERVATION_PREFIX)
+            ),
         )
 
     def expires_at(self) -> float:
@@ -242,9 +249,21 @@ class RecordLeaseStore(abc.ABC):
             ttl_s=ttl_s,
         )
 
-    def _take_ref(self, resource: str, ref: LeaseRef, shared: bool, wait_s: float) -> tuple[_Taken, LeaseRef]:
+    def _take_ref(
+        self,
+        resource: str,
+        ref: LeaseRef,
+        shared: bool,
+        wait_s: float,
+        *,
+        owner: str | None = None,
+        keep_holder: bool = False,
+    ) -> tuple[_Taken, LeaseRef]:
         """Add ``ref`` to ``resource`` (or replace this token's earlier one), waiting up to
-        ``wait_s``; LeaseHeld when another holder keeps it."""
+        ``wait_s``; LeaseHeld when another holder keeps it. A reservation of ``owner`` (user@host)
+        does not keep it: the owner's own run goes ahead under it. ``keep_holder``: a token taken
+        again keeps the holder text it had (extending a reservation keeps its note)."""
+        under = reservation_token(owner) if owner else None
         deadline = time.monotonic() + wait_s
         delay_s = _POLL_FIRST_S
         while True:
@@ -257,11 +276,16 @@ class RecordLeaseStore(abc.ABC):
                 live = self._live(record, mine.renewed_at)
                 earlier = next((r for r in live if r.token == mine.token), None)
                 others = tuple(r for r in live if r.token != mine.token)
-                if record is not None and others and not (shared and record.shared):
+                blocking = [r for r in others if r.token != under]
+                if record is not None and blocking and not (shared and record.shared):
                     return KEEP, record.model_copy(update={"refs": others}).info()
                 if earlier is not None:  # a reservation taken again: renewed, first taken then
-                    mine = mine.model_copy(update={"taken_at": earlier.taken_at})
-                new = LeaseRecord(resource=resource, shared=shared, refs=(*others, mine))
+                    kept = {"holder": earlier.holder} if keep_holder else {}
+                    mine = mine.model_copy(update={"taken_at": earlier.taken_at, **kept})
+                # under others (shared ones, or its owner's reservation) the record stays as shared
+                # as it was: taking under an exclusive reservation never opens it to shared takers
+                still_shared = shared and (record is None or not others or record.shared)
+                new = LeaseRecord(resource=resource, shared=still_shared, refs=(*others, mine))
                 return new, _Taken(new, first_user=not others)
 
             outcome = self._transact(resource, fn)
@@ -282,18 +306,22 @@ class RecordLeaseStore(abc.ABC):
         ttl_s: float = DEFAULT_TTL_S,
         wait_s: float = 0,
         shared: bool = False,
+        owner: str | None = None,
     ) -> Lease:
         """Take ``resource`` for this process; renewed every ``ttl_s / 3`` until released.
 
         ``wait_s`` > 0 waits that long for the holder to let go, then raises :class:`LeaseHeld`.
         ``shared``: a reference-counted lease that other shared takers may hold too.
+        ``owner``: the person this process acts for (default: this user on this host); a
+        reservation of theirs (`labctl lease take`) does not refuse them: they go ahead under it.
         """
         check_resource(resource)
         check_ttl(ttl_s, self.max_ttl_s)
         if not wait_s >= 0:
             raise BadInputError(f"lease wait {wait_s!r} s must be 0 or more seconds")
         ref = self._new_ref(uuid.uuid4().hex, holder, ttl_s, bound_to_process=True)
-        taken, ref = self._take_ref(resource, ref, shared, wait_s)
+        owner = owner or f"{this_user()}@{this_host()}"
+        taken, ref = self._take_ref(resource, ref, shared, wait_s, owner=owner)
         lease = Lease(self, taken.record.info(), ref.token, ttl_s, first_user=taken.first_user)
         with self._held_lock:
             self._held.add(lease)
@@ -307,6 +335,7 @@ class RecordLeaseStore(abc.ABC):
         ttl_s: float = DEFAULT_TTL_S,
         wait_s: float = 0,
         shared: bool = False,
+        owner: str | None = None,
     ) -> list[Lease]:
         """Take every resource or none: in sorted order (so two takers never deadlock), each
         waiting within one deadline; on a refusal the ones already taken are released."""
@@ -317,7 +346,9 @@ class RecordLeaseStore(abc.ABC):
         try:
             for resource in sorted(set(resources)):
                 left_s = max(0.0, deadline - time.monotonic())
-                taken.append(self.take(resource, holder, ttl_s=ttl_s, wait_s=left_s, shared=shared))
+                taken.append(
+                    self.take(resource, holder, ttl_s=ttl_s, wait_s=left_s, shared=shared, owner=owner)
+                )
         except BaseException:
             for lease in reversed(taken):
                 with contextlib.suppress(LabctlError):
@@ -386,13 +417,15 @@ class RecordLeaseStore(abc.ABC):
         ttl_s: float,
         wait_s: float = 0,
         shared: bool = False,
+        keep_holder: bool = False,
     ) -> LeaseInfo:
         """A lease for a person (``owner`` = ``user@host``), bound to no process and not renewed:
-        it lasts ``ttl_s`` unless :meth:`unreserve` d; reserving again extends it."""
+        it lasts ``ttl_s`` unless :meth:`unreserve` d; reserving again extends it (``keep_holder``:
+        keeping the holder text, and so the note, it was first taken with)."""
         check_resource(resource)
         check_ttl(ttl_s, self.max_ttl_s)
         ref = self._new_ref(reservation_token(owner), holder, ttl_s, bound_to_process=False)
-        taken, _ = self._take_ref(resource, ref, shared, wait_s)
+        taken, _ = self._take_ref(resource, ref, shared, wait_s, keep_holder=keep_holder)
         return taken.record.info()
 
     def unreserve(self, resource: str, owner: str) -> LeaseInfo | None:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import quote
 
-from labctl.lab.lease import default_lease_dir, this_host
-from labctl.lab.lease_store import (
+from labctl.lab.lease.model import default_lease_dir, this_host
+from labctl.lab.lease.record import (
     KEEP,
     LeaseRecord,
     LeaseRef,

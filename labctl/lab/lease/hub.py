@@ -32,10 +32,11 @@ import nats.js.errors
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType
 
-from labctl.agents.aioloop import LoopThread
+from labctl.drivers.hub.connection import display_url
+from labctl.drivers.hub.loop import LoopThread
 from labctl.errors import BadInputError, EndpointError, EndpointTimeout
-from labctl.lab.lease import MAX_TTL_S, MIN_TTL_S
-from labctl.lab.lease_store import KEEP, LeaseRecord, LeaseStoreError, RecordLeaseStore, T, Transaction
+from labctl.lab.lease.model import MAX_TTL_S, MIN_TTL_S
+from labctl.lab.lease.record import KEEP, LeaseRecord, LeaseStoreError, RecordLeaseStore, T, Transaction
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +56,7 @@ _DELETED_OPS: Final = ("DEL", "PURGE")
 _MARKER_REASON: Final = "Nats-Marker-Reason"  # a server-placed marker: the key expired
 _EXPECTED_LAST: Final = "Nats-Expected-Last-Subject-Sequence"
 _WRONG_LAST_SEQUENCE: Final = (10071, 10164)  # JetStream error codes of a failed compare-and-set
-_USERINFO = re.compile(r"//[^/@\s]*@")
 _BUCKET = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def display_url(servers: Sequence[str]) -> str:
-    """The hub URL(s) for messages, without any user:password."""
-    return ",".join(_USERINFO.sub("//", s) for s in servers)
 
 
 def resource_key(resource: str) -> str:
@@ -144,7 +139,9 @@ class NatsLeaseStore(RecordLeaseStore):
                 self._url,
                 "connect to the lease hub",
                 reason or type(exc).__name__,
-                "is nats-server running there? or unset LABCTL_HUB / drop --hub to use this machine's leases",
+                "is nats-server running there? (the hub comes from --hub, else the inventory's "
+                "agents.hub, else LABCTL_HUB; a lab without agents and without LABCTL_HUB uses this "
+                "machine's leases)",
             ) from None
         self._js = self._nc.jetstream(domain=js_domain, timeout=self.call_timeout_s)
         # Writes reach another domain's stream through its API prefix, as every NATS client's KV
