@@ -66,3 +66,55 @@ def test_the_simulated_error_bodies_have_the_recorded_shape(recorded: str, simul
     assert sim_info["MessageId"].rsplit(".", 1)[1] == real_info["MessageId"].rsplit(".", 1)[1]
     assert sim_info["Message"] == real_info["Message"]
     assert sim_info["Severity"] == real_info["Severity"]
+
+
+# what the driver reads from each resource: (path into the JSON) -> the type a real iDRAC gives
+DRIVER_READS = {
+    "root.json": ("RedfishVersion", "Systems", "Managers", "Chassis", "Links/Sessions/@odata.id"),
+    "system.json": (
+        "PowerState",
+        "Manufacturer",
+        "Model",
+        "SKU",
+        "BiosVersion",
+        "Actions/#ComputerSystem.Reset/target",
+        "Actions/#ComputerSystem.Reset/ResetType@Redfish.AllowableValues",
+        "Boot/BootSourceOverrideTarget",
+        "Boot/BootSourceOverrideEnabled",
+        "Boot/BootSourceOverrideTarget@Redfish.AllowableValues",
+        "Links/Chassis",
+    ),
+    "manager.json": ("Model", "FirmwareVersion"),
+}
+URIS = {
+    "root.json": "/redfish/v1/",
+    "system.json": "/redfish/v1/Systems/System.Embedded.1",
+    "manager.json": "/redfish/v1/Managers/iDRAC.Embedded.1",
+}
+
+
+def _at(doc: object, path: str) -> object:
+    for part in path.split("/"):
+        assert isinstance(doc, dict) and part in doc, f"no {path}"
+        doc = doc[part]
+    return doc
+
+
+@pytest.mark.parametrize("recorded", sorted(DRIVER_READS))
+def test_what_the_driver_reads_is_where_and_as_a_real_idrac_has_it(sim_idrac: SimIdrac, recorded: str) -> None:
+    import requests
+
+    real = recording(f"idrac-r640-3.34/{recorded}")
+    sim = requests.get(
+        sim_idrac.url + URIS[recorded],
+        auth=(sim_idrac.user, sim_idrac.password),
+        verify=str(sim_idrac.ca_file),
+        timeout=10,
+    ).json()
+    for path in DRIVER_READS[recorded]:
+        assert type(_at(sim, path)) is type(_at(real, path)), path
+    if recorded == "system.json":
+        reset = "Actions/#ComputerSystem.Reset/ResetType@Redfish.AllowableValues"
+        assert _at(sim, reset) == _at(real, reset)  # the same eight ResetTypes, in the same order
+        targets = "Boot/BootSourceOverrideTarget@Redfish.AllowableValues"
+        assert _at(sim, targets) == _at(real, targets)
