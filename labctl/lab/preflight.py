@@ -4,6 +4,10 @@ to give what the plans need? One :class:`CheckResult` per endpoint, all checked 
 Per endpoint kind:
 - **BMC** (Redfish): TLS as the inventory says, session login, model and iDRAC firmware, and the
   reset types power actions use (On, and ForceOff or GracefulShutdown).
+- **IPMI BMC**: RMCP+ login, Get Device ID (firmware revision), chassis power status.
+
+Versions (iDRAC firmware, IPMI firmware revision, vCenter version and build) are named with
+whether the conformance suite checked them (:mod:`labctl.drivers.versions`).
 - **SSH** of each server: login and ``hostname``; on the servers the plans measure, ``typeperf -q``
   lists every counter the plans read; on streaming servers the device-status command answers.
 - **Wake-on-LAN**, per network with clients: a broadcast socket to its address and port opens
@@ -27,10 +31,12 @@ from functools import partial
 import wakeonlan
 
 from labctl.drivers import typeperf as tp
+from labctl.drivers.ipmi import IpmiClient
 from labctl.drivers.pvs import DEVICE_INFO_COMMAND, PvsError, parse_device_info
 from labctl.drivers.redfish import RedfishClient
 from labctl.drivers.ssh import SshTarget
 from labctl.drivers.storage import open_storage
+from labctl.drivers.versions import check_version
 from labctl.drivers.vsphere import HOST_COUNTERS, VM_COUNTERS, VCenterClient
 from labctl.errors import EndpointError, MissingCredentialError
 from labctl.inventory.model import Lab, Machine, Tls, TlsMode
@@ -40,7 +46,7 @@ from labctl.lab.context import HasContext, LabContext, context_of
 @dataclass
 class CheckResult:
     endpoint: str  # e.g. "pvs-01 BMC"
-    kind: str  # "redfish", "ssh", "wol", "vcenter", "storage"
+    kind: str  # "redfish", "ipmi", "ssh", "wol", "vcenter", "storage"
     address: str
     ok: bool = False
     version: str = ""
@@ -62,6 +68,14 @@ def _tls_label(tls: Tls) -> str:
     if tls.mode is TlsMode.INSECURE:
         return "not verified (insecure in inventory)"
     return f"verified ({tls.ca_file})" if tls.ca_file else "verified"
+
+
+def _version_verdict(r: CheckResult, kind: str, found: str) -> None:
+    """Name whether the version found is one the conformance suite checked (a note when not)."""
+    verdict = check_version(kind, found)
+    r.version += f" [{verdict.tag}]"
+    if verdict.note:
+        r.notes.append(verdict.note)
 
 
 def _fail(r: CheckResult, exc: Exception) -> CheckResult:
@@ -111,6 +125,12 @@ class Preflight:
                             self._server_ssh, m=m, measured=m.name in measured, streaming=m.name in streaming
                         ),
                     )
+                )
+        for m in lab.machines.values():
+            if m.ipmi is not None:
+                addr = f"{m.ipmi.host}:{m.ipmi.port}"
+                out.append(
+                    (CheckResult(f"{m.name} IPMI", "ipmi", addr, tls="RMCP+"), partial(self._ipmi, m=m))
                 )
         nets = {m.network for m in lab.clients if m.network}
         for net_name in sorted(nets):
@@ -167,6 +187,7 @@ class Preflight:
         with RedfishClient(m.name, m.bmc, timeout_s=st.redfish_timeout_s, backoff=st.redfish_backoff) as rf:
             inv = rf.inventory()
             r.version = f"{inv.bmc_model or 'BMC'} {inv.bmc_firmware}, Redfish {inv.redfish_version}".strip()
+            _version_verdict(r, "redfish", inv.bmc_firmware)
             _, allowed = rf.allowed_reset_types()
             needed = ["On"]
             off = [t for t in ("GracefulShutdown", "ForceOff") if t in allowed]
@@ -186,6 +207,15 @@ class Preflight:
                 return
             if rf.auth_mode.startswith("basic"):
                 r.notes.append(f"session login not possible ({rf.auth_mode}); basic auth works")
+        r.ok = True
+
+    def _ipmi(self, r: CheckResult, m: Machine) -> None:
+        assert m.ipmi is not None
+        with IpmiClient(m.name, m.ipmi, timeout_s=self.s.settings.ipmi_timeout_s) as bmc:
+            dev = bmc.device_id()
+            r.version = f"firmware {dev.firmware}, IPMI {dev.ipmi_version}"
+            _version_verdict(r, "ipmi", dev.firmware)
+            r.capabilities = f"manufacturer {dev.manufacturer_id}; chassis power {bmc.power_reading().value}"
         r.ok = True
 
     def _server_ssh(self, r: CheckResult, m: Machine, measured: bool, streaming: bool) -> None:
@@ -272,6 +302,7 @@ class Preflight:
         st = self.ctx.settings
         with VCenterClient(self.lab.vcenters[name], timeout_s=st.vcenter_timeout_s) as vc:
             r.version = f"{vc.about.get('name', '')} (API {vc.about.get('api_version', '')})"
+            _version_verdict(r, "vcenter", f"{vc.about.get('version', '')} build-{vc.about.get('build', '')}")
             inv = vc.inventory(properties=("name",))
             wanted = [m.name for m in self.lab.vms if m.vcenter == name]
             absent = [n for n in wanted if n not in inv]
