@@ -104,11 +104,15 @@ def select(objects: list[dict[str, Any]], query: dict[str, str]) -> list[dict[st
     return [{f: o[f] for f in fields if f in o} for o in picked]
 
 
-def page(objects: list[dict[str, Any]], query: dict[str, str]) -> Response:
-    """One page of a collection: ``offset``/``limit``; 206 with a Content-Range when others remain."""
+def page(objects: list[dict[str, Any]], query: dict[str, str], range_header: str | None = None) -> Response:
+    """One page of a collection: ``offset``/``limit`` (gopowerstore) or a ``Range: first-last`` header
+    (PyPowerStore); 206 with a Content-Range when others remain."""
     try:
         limit = int(query.get("limit", DEFAULT_LIMIT))
         offset = int(query.get("offset", 0))
+        if range_header and re.fullmatch(r"\s*\d+-\d+\s*", range_header):
+            first, last = (int(x) for x in range_header.split("-"))
+            offset, limit = first, min(MAX_LIMIT, max(1, last - first + 1))
     except ValueError:
         return error(400, E_BAD_REQUEST, f"limit={query.get('limit')} offset={query.get('offset')}")
     if not 1 <= limit <= MAX_LIMIT or offset < 0:
@@ -220,7 +224,7 @@ class PowerStoreArray(SimHttpsServer):
             picked = select(hit, query)
             return picked if isinstance(picked, Response) else json_response(200, picked[0])
         picked = select(objects, req.query)
-        return picked if isinstance(picked, Response) else page(picked, req.query)
+        return picked if isinstance(picked, Response) else page(picked, req.query, req.header("Range"))
 
     # --- objects ---------------------------------------------------------------------------------
     def _login_session(self, s: Session) -> dict[str, Any]:
