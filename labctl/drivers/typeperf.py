@@ -69,7 +69,6 @@ _METRICS: dict[tuple[str, str], tuple[str, str, float]] = {
 
 # "(PDH-CSV 4.0)" alone, or with "(zone name)(bias)"; a localised zone name may hold parentheses
 _HEADER = re.compile(r"^\(PDH-CSV (?P<version>[\d.]+)\)(?:\s*\((?P<tz>.*)\)\((?P<bias>[-+]?\d+)\))?\s*$")
-_STATUS_LINES = ("exiting, please wait", "the command completed successfully", "error:")
 
 
 class TypeperfError(ValueError):
@@ -158,10 +157,10 @@ def parse_pdh_csv(text: str) -> PdhTable:
                 raise TypeperfError(f"typeperf reported: {stripped}")
             continue
         if not stripped.startswith('"'):
-            low = stripped.lower()
-            if low.startswith(_STATUS_LINES) or low.startswith("the command"):
-                continue
-            raise TypeperfError(f"unexpected line in typeperf output: {stripped[:80]!r}")
+            # every data row is quoted; anything else after the header is typeperf's status text,
+            # in the server's language ("Exiting, please wait...", "Der Befehl wurde erfolgreich
+            # ausgeführt."): English or not, it carries no sample
+            continue
         data_lines.append(stripped)
     if not header_seen:
         raise TypeperfError("no PDH-CSV header in typeperf output")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from labctl.drivers.storage.unity import COUNTER_PATHS, COUNTER_UNITS, CSRF_HEADER, UnityDriver
+from labctl.drivers.storage.unity import COUNTER_PATHS, CSRF_HEADER, UnityDriver
 from labctl.inventory.model import StorageArray
 from tests.conformance.storage.replay import Answer, Call, Replay, recording
 
@@ -127,6 +127,8 @@ def test_a_path_listed_twice_in_the_real_catalogue_is_real_time_when_either_entr
 
 
 def test_the_driver_reads_each_counter_in_the_unit_the_real_catalogue_gives() -> None:
+    from labctl.drivers.storage.unity import COUNTER_UNITS  # the driver's declared units
+
     catalog = {
         e["content"]["path"]: e["content"]
         for n in (1, 2)
