@@ -26,7 +26,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 import requests
@@ -39,6 +38,7 @@ from labctl.drivers.storage.base import (
     ControllerMetrics,
     MetricBatch,
     VolumeMetrics,
+    aware_epoch,
 )
 from labctl.drivers.storage.rest import RestDriver, RestSession, StorageApiError
 from labctl.inventory.model import StorageArray
@@ -77,8 +77,8 @@ def error_message(resp: requests.Response) -> str:
 
 
 def powerstore_time(text: str) -> float:
-    """``2020-05-11T07:40:20Z`` (or with an offset / fraction) -> epoch seconds."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    """``2020-05-11T07:40:20Z`` (or with an offset / fraction) -> epoch seconds. (refused without a zone)"""
+    return aware_epoch(text)
 
 
 def sample_metrics(volume: str, s: dict[str, Any], interval_s: float) -> list[VolumeMetrics]:

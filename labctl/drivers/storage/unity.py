@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 import requests
@@ -34,6 +33,7 @@ from labctl.drivers.storage.base import (
     LunCounters,
     MetricBatch,
     RateTracker,
+    aware_epoch,
 )
 from labctl.drivers.storage.rest import RestDriver, RestSession, StorageApiError
 from labctl.inventory.model import StorageArray
@@ -66,8 +66,8 @@ class UnityError(StorageApiError):
 
 
 def unity_time(text: str) -> float:
-    """``2016-11-15T08:30:00.000Z`` -> epoch seconds."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    """``2016-11-15T08:30:00.000Z`` -> epoch seconds. (refused without a zone)"""
+    return aware_epoch(text)
 
 
 def next_page(data: dict[str, Any]) -> int | None:
