@@ -142,7 +142,12 @@ class TypeperfSource:
             )
             return to_samples(
                 "typeperf",
-                tp.samples_from_pdh(res.stdout, self.machine.name, memory_total_mb=self.memory_total_mb),
+                tp.samples_from_pdh(
+                    res.stdout,
+                    self.machine.name,
+                    time_zone=self.machine.time_zone,
+                    memory_total_mb=self.memory_total_mb,
+                ),
             )
         argv = ["typeperf", *self.counters, "-si", tp.interval_arg(self.interval_s)]
         st = self.ctx.ssh.stream(
@@ -156,7 +161,9 @@ class TypeperfSource:
         return self._iterate(st)
 
     def _iterate(self, st: SshStream) -> Iterator[Sample]:
-        parser = tp.PdhStream(self.machine.name, memory_total_mb=self.memory_total_mb)
+        parser = tp.PdhStream(
+            self.machine.name, time_zone=self.machine.time_zone, memory_total_mb=self.memory_total_mb
+        )
         try:
             for line in st.lines():
                 rows = parser.feed(line)
