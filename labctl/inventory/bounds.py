@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from labctl.inventory import userfile
+
 MAX_FILE_BYTES = 16 * 2**20  # 20,000 machines written out one per line is about 6 MB
 MAX_DEPTH = 64
 MAX_NODES = 1_000_000
@@ -42,16 +44,20 @@ class Exceeded:
 
 
 def read_bytes(path: Path) -> bytes | Exceeded:
-    """The file's bytes, or what is wrong with its size (reads at most one byte past the bound)."""
-    with path.open("rb") as f:
-        raw = f.read(MAX_FILE_BYTES + 1)
-    if len(raw) > MAX_FILE_BYTES:
-        return Exceeded(
-            None,
-            f"the file is larger than {MAX_FILE_BYTES // 2**20} MB",
-            "describe machines with ranges such as name: pc-[001-500]; split the file or check what it holds",
-        )
-    return raw
+    """The file's bytes, or what is wrong with its size or type (reads at most one byte past the
+    bound; a FIFO, a device or a socket is refused before it is read)."""
+    try:
+        return userfile.read_user_bytes(path, what="inventory", max_bytes=MAX_FILE_BYTES)
+    except userfile.UserFileError as exc:
+        if "larger than" in exc.message:
+            return Exceeded(
+                None,
+                f"the file is larger than {MAX_FILE_BYTES // 2**20} MB",
+                "describe machines with ranges such as name: pc-[001-500]; split the file or check what it holds",
+            )
+        if exc.message.endswith("is a folder"):
+            return Exceeded(None, "is a folder", "name a .yaml file in it")
+        return Exceeded(None, exc.message, exc.fix)
 
 
 def decode(raw: bytes) -> str | Exceeded:

@@ -26,7 +26,7 @@ import yaml
 from pydantic import BaseModel
 
 from labctl.errors import InventoryError, Problem
-from labctl.inventory import bounds, checks, lenient, placement
+from labctl.inventory import bounds, checks, lenient, placement, vdi_checks
 from labctl.inventory.agents import Agents, resolve_agents
 from labctl.inventory.model import (
     POWER_ENDPOINT,
@@ -644,6 +644,16 @@ def resolve(
         storage = storage_with_volumes(storage, vdi_lab)
         groups = {**groups, **pool_groups(vdi_lab)}
     vdi_targets = [*vdi_lab.hosts, *vdi_lab.datastores] if vdi_lab is not None else []
+    if spec.vdi is not None:
+        endpoints = [
+            *(("vCenter", vc.name, vc.url, ("vcenters", i)) for i, vc in enumerate(spec.vcenters)),
+            *(("array", arr.name, arr.url, ("storage", i)) for i, arr in enumerate(spec.storage)),
+        ]
+        name_claims, ip_claims = vdi_checks.vdi_claims(
+            spec.vdi, ((d.machine.name, d.machine.ip, d.loc) for d in declared), endpoints
+        )
+        vdi_checks.check_unique("name", name_claims, c.add)
+        vdi_checks.check_unique("ip", ip_claims, c.add)
 
     for i, fault in enumerate(spec.lab.faults):
         for j, target in enumerate(fault.targets):

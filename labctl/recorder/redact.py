@@ -20,7 +20,12 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from labctl.inventory.credentials import lab_credential_refs, secret_values, secrets_file_values
+from labctl.inventory.credentials import (
+    lab_credential_refs,
+    plain_credentials,
+    secret_values,
+    secrets_file_values,
+)
 
 if TYPE_CHECKING:
     from labctl.inventory.model import Lab
@@ -48,8 +53,12 @@ class Redactor:
 
     @classmethod
     def from_lab(cls, lab: Lab) -> Redactor:
-        """Every value the lab's credential references resolve to now, plus the secrets file's."""
-        return cls([*secret_values(lab_credential_refs(lab)), *secrets_file_values()])
+        """Every value the lab's credential references resolve to now, plus the secrets file's, plus
+        any password written as a value instead of a reference (validation refuses one; a lab
+        built another way may still hold it, and it must not reach a single output)."""
+        return cls(
+            [*secret_values(lab_credential_refs(lab)), *secrets_file_values(), *plain_credentials(lab)]
+        )
 
     def add(self, *secrets: str) -> None:
         """Learn more secret values (e.g. credentials the simulated lab generated after start)."""
