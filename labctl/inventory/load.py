@@ -26,7 +26,7 @@ import yaml
 from pydantic import BaseModel
 
 from labctl.errors import InventoryError, Problem
-from labctl.inventory import bounds, checks, lenient, placement, vdi_checks
+from labctl.inventory import bounds, checks, fault_targets, lenient, placement, vdi_checks
 from labctl.inventory.agents import Agents, resolve_agents
 from labctl.inventory.model import (
     POWER_ENDPOINT,
@@ -674,7 +674,7 @@ def resolve(
 
     if c.problems:
         raise InventoryError(sorted(c.problems, key=lambda p: p.line or 0))
-    return Lab(
+    lab = Lab(
         name=spec.lab.name,
         description=spec.lab.description,
         source_file=shown,
@@ -698,6 +698,18 @@ def resolve(
         vdi=vdi_lab,
         agents=agents,
     )
+    # each fault strikes a thing of its kind (a BMC fault on a client would never fire)
+    whole = lab.model_copy(update={"machines": {**everywhere, **machines}})
+    kinds = fault_targets.targets_by_kind(whole)
+    known = [*everywhere, *storage, *vcenters, *vdi_targets]
+    for i, fault in enumerate(spec.lab.faults):
+        for j, target in enumerate(fault.targets):
+            wrong = fault_targets.target_problem(fault.kind, target, kinds, known)
+            if wrong is not None:
+                c.add(("lab", "faults", i, "targets", j), *wrong)
+    if c.problems:
+        raise InventoryError(sorted(c.problems, key=lambda p: p.line or 0))
+    return lab
 
 
 def _agents(

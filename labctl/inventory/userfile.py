@@ -25,7 +25,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -72,13 +72,36 @@ def read_user_bytes(
     path as messages print it (default ``path``). Raises ``FileNotFoundError`` untouched when the
     file does not exist, so that callers with a better "not found" message keep it.
     """
-    p = Path(path)
-    name = shown if shown is not None else str(p)
+    name = shown if shown is not None else str(path)
+    fd = _open_regular(path, what, name, follow_symlinks)
+    try:
+        chunks: list[bytes] = []
+        left = max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise UserFileError(name, f"cannot read the {what}: {exc.strerror}", "check the file") from None
+    finally:
+        os.close(fd)
+    raw = b"".join(chunks)
+    if len(raw) > max_bytes:
+        raise UserFileError(
+            name, f"the {what} is larger than {_size(max_bytes)}", "check that it is the right file"
+        )
+    return raw
+
+
+def _open_regular(path: str | Path, what: str, name: str, follow_symlinks: bool) -> int:
+    """A descriptor open for reading on a regular file (checked on the descriptor itself)."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     if not follow_symlinks:
         flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(p, flags)
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise
     except IsADirectoryError:
@@ -98,24 +121,19 @@ def read_user_bytes(
         if not stat.S_ISREG(mode):
             raise UserFileError(name, f"the {what} is {_kind(mode)}", "name a regular file")
         os.set_blocking(fd, True)
-        chunks: list[bytes] = []
-        left = max_bytes + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-    except OSError as exc:
-        raise UserFileError(name, f"cannot read the {what}: {exc.strerror}", "check the file") from None
-    finally:
+    except BaseException:
         os.close(fd)
-    raw = b"".join(chunks)
-    if len(raw) > max_bytes:
-        raise UserFileError(
-            name, f"the {what} is larger than {_size(max_bytes)}", "check that it is the right file"
-        )
-    return raw
+        raise
+    return fd
+
+
+def open_user_file(
+    path: str | Path, *, what: str, shown: str | None = None, follow_symlinks: bool = True
+) -> BinaryIO:
+    """A user's regular file open for streaming (``series.csv``, ``events.jsonl``): the same type
+    checks as :func:`read_user_bytes`; the reader bounds what it keeps."""
+    fd = _open_regular(path, what, shown if shown is not None else str(path), follow_symlinks)
+    return os.fdopen(fd, "rb")
 
 
 def read_user_text(
@@ -207,13 +225,19 @@ _MAX_ALIASES = 100  # a hand-written parameter or criteria file uses a few, if a
 
 
 def load_user_yaml(
-    path: str | Path, *, what: str, max_bytes: int, shown: str | None = None, max_depth: int = MAX_DEPTH
+    path: str | Path,
+    *,
+    what: str,
+    max_bytes: int,
+    shown: str | None = None,
+    max_depth: int = MAX_DEPTH,
+    follow_symlinks: bool = True,
 ) -> Any:
     """A user's YAML file, bounded in size, type, depth and aliases, parsed with the safe loader.
 
     A syntax error is a :class:`UserFileError` naming the line, never quoting it."""
     name = shown if shown is not None else str(path)
-    text = read_user_text(path, what=what, max_bytes=max_bytes, shown=name)
+    text = read_user_text(path, what=what, max_bytes=max_bytes, shown=name, follow_symlinks=follow_symlinks)
     check_yaml_text(text, name, what, max_depth)
     try:
         return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
@@ -244,8 +268,8 @@ def load_user_json(
         return json.loads(text)
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
-        where = f"{name}:{line}" if line else name
-        raise UserFileError(where, f"the {what} is not valid JSON", "rewrite it, or remove it") from None
+        at = f" at line {line}" if line else ""
+        raise UserFileError(name, f"not JSON{at}", f"the {what} is damaged: rewrite it, or remove it") from None
 
 
 def _size(n: int) -> str:

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from labctl.errors import BadInputError
 from labctl.inventory.load import display_path
+from labctl.inventory.userfile import check_yaml_text, read_user_text
 
 PROFILE_ENV = "LABCTL_PROFILE"
 MAX_PLAN_FILE_BYTES = 1_000_000  # a plan file is a few hundred bytes; this bounds a hostile one
@@ -120,11 +121,10 @@ def load_plan_params(
     overridden when the profile has it or it is ``known`` (the plan model's parameters)."""
     shown = display_path(str(plan_file))
     try:
-        if plan_file.stat().st_size > MAX_PLAN_FILE_BYTES:
-            raise BadInputError(
-                f"{shown}: a plan file over {MAX_PLAN_FILE_BYTES} bytes (is it the right file?)"
-            )
-        data = _load_yaml(plan_file.read_text(), shown)
+        # bounded in size, type and depth before it is parsed (labctl.inventory.userfile)
+        text = read_user_text(plan_file, what="plan file", max_bytes=MAX_PLAN_FILE_BYTES, shown=shown)
+        check_yaml_text(text, shown, "plan file")
+        data = _load_yaml(text, shown)
     except FileNotFoundError:
         raise BadInputError(f"{shown}: plan file not found (check --plan-file or the plan name)") from None
     except yaml.YAMLError as exc:
