@@ -19,12 +19,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
-
-from labctl.inventory import userfile
 
 MAX_FILE_BYTES = 16 * 2**20  # 20,000 machines written out one per line is about 6 MB
 MAX_DEPTH = 64
@@ -41,23 +38,6 @@ class Exceeded:
     line: int | None
     message: str
     fix: str
-
-
-def read_bytes(path: Path) -> bytes | Exceeded:
-    """The file's bytes, or what is wrong with its size or type (reads at most one byte past the
-    bound; a FIFO, a device or a socket is refused before it is read)."""
-    try:
-        return userfile.read_user_bytes(path, what="inventory", max_bytes=MAX_FILE_BYTES)
-    except userfile.UserFileError as exc:
-        if "larger than" in exc.message:
-            return Exceeded(
-                None,
-                f"the file is larger than {MAX_FILE_BYTES // 2**20} MB",
-                "describe machines with ranges such as name: pc-[001-500]; split the file or check what it holds",
-            )
-        if exc.message.endswith("is a folder"):
-            return Exceeded(None, "is a folder", "name a .yaml file in it")
-        return Exceeded(None, exc.message, exc.fix)
 
 
 def decode(raw: bytes) -> str | Exceeded:
@@ -108,7 +88,7 @@ def _line(event: yaml.Event) -> int | None:
     return event.start_mark.line + 1 if event.start_mark is not None else None
 
 
-def check_aliases(node: yaml.Node) -> Exceeded | None:
+def check_aliases(node: yaml.Node, max_nodes: int = MAX_NODES) -> Exceeded | None:
     """The document's size with every alias expanded, counted once per node (memoised)."""
     sizes: dict[int, int] = {}
     for n in _post_order(node):
@@ -119,10 +99,10 @@ def check_aliases(node: yaml.Node) -> Exceeded | None:
         else:
             size = 1
         sizes[id(n)] = size
-        if size > MAX_NODES:
+        if size > max_nodes:
             return Exceeded(
                 n.start_mark.line + 1 if n.start_mark is not None else None,
-                f"YAML aliases here expand to more than {MAX_NODES} items (an alias bomb?)",
+                f"YAML aliases here expand to more than {max_nodes} items (an alias bomb?)",
                 "write the items out, or use fewer *aliases of anchors that hold aliases",
             )
     return None

@@ -88,7 +88,11 @@ def resolve_credential(ref: str, endpoint: str) -> str:
             ) from None
         if name not in data:
             raise MissingCredentialError(ref, endpoint, f"add {name}: to {path}")
-        return str(data[name])
+        found = data[name]
+        if found is None or found == "" or isinstance(found, bool | dict | list):
+            # never str(None) == "None" as a password; never a mapping's text
+            raise MissingCredentialError(ref, endpoint, f"give {name}: a text value in {path}")
+        return str(found)
     raise MissingCredentialError(ref, endpoint, "write env:NAME or secret:KEY")
 
 

@@ -26,7 +26,7 @@ import yaml
 from pydantic import BaseModel
 
 from labctl.errors import InventoryError, Problem
-from labctl.inventory import bounds, checks, fault_targets, lenient, placement, vdi_checks
+from labctl.inventory import bounds, checks, fault_targets, lenient, placement, userfile, vdi_checks
 from labctl.inventory.agents import Agents, resolve_agents
 from labctl.inventory.model import (
     POWER_ENDPOINT,
@@ -280,13 +280,30 @@ def _fatal(shown: str, line: int | None, message: str, fix: str) -> InventoryErr
     return InventoryError([Problem(shown, line, "", message, fix)])
 
 
+def _read_bytes(path: Path) -> bytes | bounds.Exceeded:
+    """The file's bytes, or what is wrong with its size or type (reads at most one byte past the
+    bound; a FIFO, a device or a socket is refused before it is read)."""
+    try:
+        return userfile.read_user_bytes(path, what="inventory", max_bytes=bounds.MAX_FILE_BYTES)
+    except userfile.UserFileError as exc:
+        if "larger than" in exc.message:
+            return bounds.Exceeded(
+                None,
+                f"the file is larger than {bounds.MAX_FILE_BYTES // 2**20} MB",
+                "describe machines with ranges such as name: pc-[001-500]; split the file or check what it holds",
+            )
+        if exc.message.endswith("is a folder"):
+            return bounds.Exceeded(None, "is a folder", "name a .yaml file in it")
+        return bounds.Exceeded(None, exc.message, exc.fix)
+
+
 def _parse(path: str | Path) -> _Parsed:
     """Read within bounds, parse, check and type-check a file; raise only when it cannot be read
     as an inventory at all (missing, too big, not UTF-8, not YAML, beyond the bounds)."""
     p = Path(path)
     shown = display_path(p)
     try:
-        got = bounds.read_bytes(p)
+        got = _read_bytes(p)
     except FileNotFoundError:
         raise _fatal(
             shown,

@@ -30,6 +30,7 @@ from typing import Any, BinaryIO
 import yaml
 
 from labctl.errors import BadInputError
+from labctl.inventory import bounds
 
 # Bounds by kind of file. An inventory has its own (labctl.inventory.bounds.MAX_FILE_BYTES).
 SECRETS_MAX_BYTES = 1 * 2**20  # a secrets file is a few dozen `key: value` lines
@@ -197,31 +198,26 @@ def json_depth_exceeded(text: str, max_depth: int = MAX_DEPTH) -> bool:
 
 
 def check_yaml_text(text: str, shown: str, what: str, max_depth: int = MAX_DEPTH) -> None:
-    """Raise :class:`UserFileError` when ``text`` nests too deep or holds aliases of aliases
-    (a "billion laughs" bomb): both are refused before any object is built."""
+    """Raise :class:`UserFileError` when ``text`` nests too deep or its aliases expand beyond
+    :data:`MAX_EXPANDED` items (a "billion laughs" bomb): both before any object is built."""
     line = yaml_depth_exceeded(text, max_depth)
     if line is not None:
         raise UserFileError(
             f"{shown}:{line}", f"the {what} nests more than {max_depth} levels deep", "check the brackets"
         )
-    if "*" in text and "&" in text:
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        aliases = 0
-        try:
-            for event in yaml.parse(text, Loader=loader):
-                if isinstance(event, yaml.AliasEvent):
-                    aliases += 1
-                    if aliases > _MAX_ALIASES:
-                        raise UserFileError(
-                            shown,
-                            f"the {what} uses more than {_MAX_ALIASES} YAML aliases",
-                            "write the values out instead of *aliases",
-                        )
-        except yaml.YAMLError:
-            return
+    if "*" not in text:
+        return  # no alias, nothing to expand
+    try:
+        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return  # the parser reports it in its own words
+    exceeded = bounds.check_aliases(node, MAX_EXPANDED) if node is not None else None
+    if exceeded is not None:
+        where = f"{shown}:{exceeded.line}" if exceeded.line else shown
+        raise UserFileError(where, f"the {what}'s {exceeded.message}", exceeded.fix)
 
 
-_MAX_ALIASES = 100  # a hand-written parameter or criteria file uses a few, if any
+MAX_EXPANDED = 100_000  # items of a hand-written file with its aliases expanded (a page is a few hundred)
 
 
 def load_user_yaml(
@@ -269,7 +265,9 @@ def load_user_json(
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
         at = f" at line {line}" if line else ""
-        raise UserFileError(name, f"not JSON{at}", f"the {what} is damaged: rewrite it, or remove it") from None
+        raise UserFileError(
+            name, f"not JSON{at}", f"the {what} is damaged: rewrite it, or remove it"
+        ) from None
 
 
 def _size(n: int) -> str:
