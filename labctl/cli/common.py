@@ -17,6 +17,7 @@ import click
 from labctl.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInputError, InventoryError, LabctlError
 from labctl.inventory.load import default_lab_file, display_path, load_lab
 from labctl.inventory.model import Group, Lab
+from labctl.recorder.redact import redact_patterns
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -67,8 +68,8 @@ def run_cli(group: click.Group, args: list[str] | None = None) -> int:
             click.echo(str(problem), err=True)
         return exc.exit_code
     except LabctlError as exc:
-        for line in str(exc).splitlines():
-            click.echo(f"error: {line}", err=True)
+        for line in str(exc).splitlines():  # a URL or DSN echoed back keeps no password
+            click.echo(f"error: {redact_patterns(line)}", err=True)
         return exc.exit_code
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)

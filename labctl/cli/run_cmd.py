@@ -188,7 +188,7 @@ def run_plans(
         args += ["--lab", str(lab_file)]
     if configuration:
         args += ["--lab-config", configuration]
-    if profile:
+    if profile is not None:  # an empty --profile is refused by the plan loader, not dropped
         args += ["--profile", profile]
     for p in params:
         args += ["--plan-param", p]

@@ -92,6 +92,7 @@ from labctl.criteria.errors import CriteriaFileError
 from labctl.criteria.expr import BUILTINS, ExpressionError, names_in
 from labctl.criteria.expr import evaluate as eval_limit
 from labctl.criteria.variables import Names
+from labctl.inventory.userfile import CRITERIA_MAX_BYTES, UserFileError, check_yaml_text, read_user_text
 from labctl.records.run_record import result_fields
 
 Limit = float | int | str
@@ -467,12 +468,13 @@ def parse_criteria(data: Any, source: str = "<criteria>", names: Names | None = 
 def load_criteria(path: str | Path, names: Names | None = None) -> CriteriaFile:
     """Load and check a criteria file (YAML): see :func:`parse_criteria`."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
+    try:  # bounded in size, type and depth before it is parsed (labctl.inventory.userfile)
+        text = read_user_text(p, what="criteria file", max_bytes=CRITERIA_MAX_BYTES)
+        check_yaml_text(text, str(p), "criteria file")
     except FileNotFoundError:
         raise CriteriaFileError(f"{p}: criteria file not found (write one next to the plan)") from None
-    except OSError as exc:
-        raise CriteriaFileError(f"{p}: cannot read it ({exc.strerror or exc})") from None
+    except UserFileError as exc:
+        raise CriteriaFileError(str(exc)) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

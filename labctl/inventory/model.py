@@ -20,6 +20,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveFloat
 from labctl.errors import UnknownTargetError
 from labctl.inventory.agents import Agents, AgentsSpec
 from labctl.inventory.faults import FaultSpec
+from labctl.inventory.refs import CredentialRef
 from labctl.inventory.twin_params import TwinParameters
 from labctl.inventory.vdi import VdiLab, VdiSpec
 
@@ -32,9 +33,7 @@ class Frozen(BaseModel):
 
 # --- credentials -------------------------------------------------------------------------------
 
-# A credential *reference*, never a value: ``env:NAME`` reads the environment variable NAME,
-# ``secret:KEY`` reads KEY from the YAML secrets file named by $LABCTL_SECRETS_FILE.
-CredentialRef = Annotated[str, Field(pattern=r"^(env|secret):[A-Za-z_][A-Za-z0-9_.-]*$")]
+# A credential *reference*, never a value (labctl.inventory.refs): CredentialRef, imported above.
 
 
 class TlsMode(StrEnum):

@@ -39,6 +39,7 @@ from typing import Any
 
 from labctl.clock import LabClock
 from labctl.errors import LabctlError
+from labctl.inventory.fault_targets import FaultOptionError, check_faults
 from labctl.inventory.faults import FaultSpec
 from labctl.inventory.load import load_lab
 from labctl.inventory.model import Lab
@@ -207,7 +208,7 @@ class Simulator:
                     return
                 try:
                     body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
-                    spec = parse_fault_option(body["fault"])
+                    spec = check_faults([str(body["fault"])], sim.lab)[0]
                     spec = spec.model_copy(
                         update={
                             "after_s": float(body.get("after_s", 0.0)),
@@ -215,7 +216,7 @@ class Simulator:
                         }
                     )
                     FaultSpec.model_validate(spec.model_dump())
-                except (ValueError, KeyError, TypeError) as exc:
+                except (ValueError, KeyError, TypeError, FaultOptionError) as exc:
                     self._reply(400, {"error": str(exc)})
                     return
                 sim.faults.add(spec)
