@@ -99,6 +99,35 @@ def _faults(recorder: Recorder, window: Window | None) -> list[SourceFault]:
     return recorder.source_faults(since_ts=span[0], until_ts=span[1])
 
 
+# An endpoint whose source failed this many reads in a cell's window is a lab fault of the cell,
+# named in its reason: a BMC that answers 503 or hangs, an array or vCenter that stops answering.
+# One or two failed reads (a slow answer on a loaded machine) are only listed beside another fault.
+FAILED_READS_FAULT = 3
+# what an endpoint of a source is, by the source's name before the colon, for the reason
+_THINGS = {
+    "redfish": "BMC",
+    "ipmi": "BMC",
+    "pvs": "streaming server",
+    "storage": "array",
+    "vcenter": "vCenter",
+    "typeperf": "server",
+}
+
+
+def endpoint_faults(faults: Sequence[SourceFault]) -> list[str]:
+    """One line per endpoint that kept failing its source (:data:`FAILED_READS_FAULT` reads or
+    more): ``BMC infra-01 failed 12 reads (redfish:power): <its last error>``."""
+    out = []
+    for f in sorted(faults, key=lambda f: (-f.count, f.source, f.endpoint)):
+        if f.count < FAILED_READS_FAULT:
+            continue
+        thing = _THINGS.get(f.source.split(":", 1)[0], "endpoint")
+        who = f.endpoint or (f.source.split(":", 1)[1] if ":" in f.source else f.source)
+        back = ", then answered again" if f.recovered else ""
+        out.append(f"{thing} {who} failed {f.count} reads ({f.source}{back}): {f.error}")
+    return out
+
+
 def cell_reason(parts: Sequence[tuple[Outcome, str]], faults: Sequence[SourceFault] = ()) -> str:
     """One line: the worst part's message; a second part at fail or worse after ``also:``; the
     endpoints that failed their sources when data is missing."""
@@ -110,8 +139,9 @@ def cell_reason(parts: Sequence[tuple[Outcome, str]], faults: Sequence[SourceFau
     others = [m for o, m in ranked[1:] if o.severity >= Outcome.FAIL.severity and m != text]
     if others:
         text += f"; also: {others[0]}"
-    if faults and outcome in (Outcome.NO_DATA, Outcome.LAB_FAULT, Outcome.ERROR):
-        text += " (source errors: " + "; ".join(f.text() for f in faults[:3]) + ")"
+    minor = [f for f in faults if f.count < FAILED_READS_FAULT]  # the others are parts of their own
+    if minor and outcome in (Outcome.NO_DATA, Outcome.LAB_FAULT, Outcome.ERROR):
+        text += " (source errors: " + "; ".join(f.text() for f in minor[:3]) + ")"
     return _one_line(text)
 
 
@@ -141,15 +171,21 @@ def judged_record(
     window = summary.window
     s = summary.model_copy(update={"metrics": recorder.summaries(summary.cell, window)})
     verdict = criteria.judge(recorder, s, names=names, window=window) if criteria is not None else None
-    parts: list[tuple[Outcome, str]] = [(s.outcome, s.reason or f"the scenario says {s.outcome.value}")]
+    source_faults = _faults(recorder, window)
+    # the endpoints that kept failing come first: they are the cause of what the scenario saw after
+    # (a vCenter that died first, then the restore through it)
+    parts: list[tuple[Outcome, str]] = [
+        (Outcome.LAB_FAULT, p) for p in endpoint_faults(source_faults) if p not in s.reason
+    ]
+    parts.append((s.outcome, s.reason or f"the scenario says {s.outcome.value}"))
     parts += _verdict_parts(verdict)
     for problem in (_unexpected_power(recorder, s.cell, window), *lab_faults):
-        if problem and problem != s.reason:
+        if problem and problem not in s.reason:
             parts.append((Outcome.LAB_FAULT, problem))
     outcome = worst([s.outcome, *(o for o, _ in parts if o is not Outcome.PASS)])
     if verdict is not None:
         outcome = worst([outcome, verdict.outcome])
-    reason = cell_reason(parts, _faults(recorder, window)) if outcome is not Outcome.PASS else ""
+    reason = cell_reason(parts, source_faults) if outcome is not Outcome.PASS else ""
     # a failed restore after a measured window keeps the verdict; whether it also fails the cell is
     # the scenario's call (its own outcome), but it is always said
     restore = _restore_problem(s)
@@ -207,6 +243,8 @@ def broken_record(
     restore = _restore_problem(s)
     if restore:
         parts.append((Outcome.LAB_FAULT, restore))
+    source_faults = _faults(recorder, window)
+    parts += [(Outcome.LAB_FAULT, f) for f in endpoint_faults(source_faults)]
     final = worst([outcome, *(o for o, _ in parts)])  # interrupted and error outrank all else
-    reason = cell_reason([(final, why), *(p for p in parts if p[1] != why)], _faults(recorder, window))
+    reason = cell_reason([(final, why), *(p for p in parts if p[1] != why)], source_faults)
     return CellRecord(summary=s.model_copy(update={"outcome": final, "reason": reason}), verdict=verdict)

@@ -51,7 +51,14 @@ from labctl.scenarios import vdi_derive as D
 from labctl.scenarios import vdi_metrics as M
 from labctl.scenarios.base import CellContext, CellHead, Progress, Scenario
 from labctl.scenarios.common import Phases, StormResult, restore
-from labctl.scenarios.settings import Count, LabSeconds, SampleInterval, Settings
+from labctl.scenarios.settings import (
+    RESTORE_FAILURE_HELP,
+    Count,
+    LabSeconds,
+    RestoreFailure,
+    SampleInterval,
+    Settings,
+)
 from labctl.scenarios.vdi_sessions import LoginStorm, Pacing, SessionBook, log_off, work
 
 PhaseName = Literal["boot", "idle", "login", "steady", "logoff"]
@@ -133,6 +140,7 @@ class VdiStormSettings(Settings):
     seed: int = Field(2012, description="the broker's random order of desktops")
     prepare_timeout_s: LabSeconds = Field(900.0, description="every desktop off, lab seconds")
     restore_timeout_s: LabSeconds = Field(900.0, description="the restore, lab seconds")
+    restore_failure: RestoreFailure = Field("lab_fault", description=RESTORE_FAILURE_HELP)
     poll_interval_s: SampleInterval = Field(
         10.0, description="lab seconds between reads of arrays and vCenter"
     )
@@ -396,8 +404,12 @@ class VdiStorm(Scenario):
                         )
             result.window = Window(start_ts_s=start, end_ts_s=lab.clock.now())
             self._derive(lab, ctx, result)
-        except LabctlError as exc:
-            result.prepare_failed = result.prepare_failed or str(exc)
+        except LabctlError as exc:  # the lab failed the cell (vCenter died, ...): said, never lost
+            current = next((p.name for p in reversed(phases.items)), "prepare")
+            if current == "prepare":
+                result.prepare_failed = result.prepare_failed or str(exc)
+            else:
+                result.broke_off = f"{current} broke off: {exc}"
         finally:
             result.stopped = ctx.stop.is_set()
             if result.window is None and lab.clock.now() > start:
