@@ -251,7 +251,7 @@ class CellRunner:
         measured = Window(start_ts_s=started, end_ts_s=session.clock.now())
         interrupted = self.interrupts.requested or isinstance(broke, KeyboardInterrupt)
         if interrupted:
-            partial = result.summary(head) if result is not None else None
+            partial = _summary_or_none(result, head)
             why = self.interrupts.reason or "Ctrl-C"
             if partial is not None and partial.window is not None:
                 why += f" during {ctx.phase}; {partial.window.duration_s:.0f} lab s of the window measured"
@@ -263,9 +263,15 @@ class CellRunner:
             record = broken_record(
                 head, recorder, Outcome.LAB_FAULT if lab else Outcome.ERROR, broke, window=measured
             )
+        elif (summary := _summary_or_none(result, head)) is None:  # the result could not say: keep the cell
+            record = broken_record(
+                head,
+                recorder,
+                Outcome.ERROR,
+                "the scenario's result could not be summarised",
+                window=measured,
+            )
         else:
-            assert result is not None
-            summary = result.summary(head)
             if summary.window is None:
                 summary = summary.model_copy(update={"window": measured})
             faults = []
@@ -341,6 +347,18 @@ def store_sink(url: str, run_folder: Any, say: Any = log.warning) -> StoreSink |
         return StoreSink(open_store(url), run_folder.info, run_folder.path)
     except LabctlError as exc:
         say(f"results store {url}: {exc}; the run is not stored as it goes (labctl runs import it later)")
+        return None
+
+
+def _summary_or_none(result: ScenarioResult | None, head: CellHead) -> CellSummary | None:
+    """``result.summary(head)``, or None when there is no result or its summary fails: a scenario's
+    summary bug must not cost the cell its record (it is logged with its traceback)."""
+    if result is None:
+        return None
+    try:
+        return result.summary(head)
+    except Exception:
+        log.exception("%s: the scenario's summary failed", head.cell)
         return None
 
 

@@ -462,8 +462,37 @@ def test_no_data_names_the_endpoint_whose_source_failed(tmp_path: Path) -> None:
         cell="c", plan="p", scenario="s", outcome=Outcome.PASS, window=Window(start_ts_s=T0, end_ts_s=T0 + 60)
     )
     record = judged_record(summary, rec, CRITERIA, Names())
-    assert record.outcome is Outcome.NO_DATA
-    assert (
-        "(source errors: pvs-01: EndpointError: pvs-01: stream performance counters (typeperf): ssh: authentication failed"
-        in record.summary.reason
+    # an endpoint that failed every read of the window is the lab's fault, named first (not "no data")
+    assert record.outcome is Outcome.LAB_FAULT
+    assert record.summary.reason.startswith(
+        "server pvs-01 failed 3 reads (typeperf:pvs-01): EndpointError: pvs-01: stream performance "
+        "counters (typeperf): ssh: authentication failed"
+    ), record.summary.reason
+
+
+def test_one_or_two_failed_reads_are_listed_but_not_a_lab_fault(tmp_path: Path) -> None:
+    from labctl.errors import EndpointError
+
+    folder = RunFolder.create(tmp_path, load_lab(), "boot_storm")
+    clock = FakeClock(T0)
+
+    class Slow:
+        name = "redfish:power"
+        interval_s = 5.0
+        calls = 0
+
+        def read(self) -> list[Sample]:
+            self.calls += 1
+            if self.calls <= 2:  # a slow answer twice, then every read answers
+                raise EndpointError("infra-01", "read power", "no answer within 5 lab s")
+            return [Sample("redfish", "infra-01", "power_w", "W", clock.t, 200.0)]
+
+    rec = Recorder(folder, [Slow()], clock=clock, cell="c")
+    for _ in range(12):
+        rec.sample_once()
+        clock.t += 5
+    summary = CellSummary(
+        cell="c", plan="p", scenario="s", outcome=Outcome.PASS, window=Window(start_ts_s=T0, end_ts_s=T0 + 60)
     )
+    record = judged_record(summary, rec, None, Names())
+    assert record.outcome is Outcome.PASS and record.summary.reason == ""
