@@ -196,6 +196,7 @@ class Synth:
     gaps: dict[str, tuple[float, float]] = field(default_factory=dict)  # cell -> hole (s after t0)
     interrupted: dict[str, float] = field(default_factory=dict)  # cell -> Ctrl-C at (s after t0)
     killed: str | None = None  # the run died in this cell (s after t0: KILLED_AT_S)
+    vdi_hosts: tuple[str, ...] = ()  # idle ESXi hosts the lab also has (vCenter samples them)
 
 
 KILLED_AT_S = 120.0
@@ -334,6 +335,12 @@ def _storm_cell(w: Writer, plan: str, cfg: str, n: int, never_boots: Sequence[st
         samples += server_samples(n * speedup / len(servers), t0, w.rng, server=s, disk=disk, hole=hole)
     if not wc.startswith("pvs-"):  # the NAS holds the write caches
         samples += server_samples(n * speedup, t0, w.rng, server="nas-01", disk=wc, hole=hole)
+    for h in w.synth.vdi_hosts:  # idle: the 2007 storm does not use them
+        samples += [
+            Sample("vcenter", h, metric, "%", t0 + t, 2.0)
+            for t in range(-60, int(WINDOW_S), 20)
+            for metric in ("cpu_pct", "mem_usage_pct")
+        ]
     clients = {}
     for i in range(1, n + 1):
         name = f"optiplex-{i:03d}"
