@@ -19,6 +19,8 @@ from labctl.report.headline import index_headline
 from labctl.report.run_view import ARRAY_SOURCES, VDI_HOST_SOURCES, VDI_SCENARIOS, CellView
 from labctl.report.timelines import Fig, Section, fig
 
+LABEL_MIN_SHARE = 0.06  # a phase shorter than this share of the storm is not named on the chart
+WIDE_IN = 12.8  # the across-the-page chart: twice as wide, as high as the others
 HOSTS_SHOWN = 8  # hosts drawn per chart; the caption names how many there were
 HOST_CPU = ("cpu_pct", "cpu.usage.average")  # the vCenter simulator's name, then vCenter's counter
 HOST_MEM = ("mem_usage_pct", "mem.usage.average")
@@ -41,18 +43,22 @@ def _t0(c: CellView) -> float:
 
 
 def _shade(ax: Any, c: CellView) -> None:
+    """The phases as coloured spans, each named at its middle; a phase too short to hold its name
+    (under :data:`LABEL_MIN_SHARE` of the storm) stays unnamed, its colour says it."""
     t0 = _t0(c)
-    for p in c.summary.phases:
-        if p.name in PHASE_COLORS and p.end_ts_s is not None:
-            ax.axvspan(
-                (p.start_ts_s - t0) / 60, (p.end_ts_s - t0) / 60, color=PHASE_COLORS[p.name], alpha=0.6, lw=0
-            )
+    spans = [p for p in c.summary.phases if p.name in PHASE_COLORS and p.end_ts_s is not None]
+    total = sum((p.end_ts_s or p.start_ts_s) - p.start_ts_s for p in spans) or 1.0
+    for p in spans:
+        a, b = (p.start_ts_s - t0) / 60, ((p.end_ts_s or p.start_ts_s) - t0) / 60
+        ax.axvspan(a, b, color=PHASE_COLORS[p.name], alpha=0.6, lw=0)
+        if (b - a) * 60 / total >= LABEL_MIN_SHARE:
             ax.text(
-                (p.start_ts_s - t0) / 60,
+                (a + b) / 2,
                 1.0,
                 p.name,
                 transform=ax.get_xaxis_transform(),
                 fontsize=7,
+                ha="center",
                 va="bottom",
             )
 
@@ -94,7 +100,7 @@ def _plot(ax: Any, c: CellView, s: Series | None, label: str, **kw: Any) -> None
 
 
 def iops_over_time(c: CellView) -> Fig:
-    f = charts.new_figure()
+    f = charts.new_figure(width=WIDE_IN)
     ax = f.add_subplot()
     _shade(ax, c)
     for a, color in zip(arrays(c), charts.colors(max(1, len(arrays(c)))), strict=False):
@@ -141,7 +147,9 @@ def _host_chart(c: CellView, metrics: Sequence[str], what: str, limit: float | N
     if shown:
         ax.legend(fontsize=6, ncol=2)
     more = f" (the first {len(shown)} of {len(all_hosts)} hosts)" if len(all_hosts) > len(shown) else ""
-    return fig(f, f"{what.capitalize()} of each ESXi host as vCenter reports it (20 s samples){more}.")
+    return fig(
+        f, f"{what[0].upper()}{what[1:]} of each ESXi host as vCenter reports it (20 s samples){more}."
+    )
 
 
 def hosts_over_time(c: CellView) -> list[Fig]:
@@ -201,7 +209,9 @@ def _n(v: float | None, fmt: str = "{:,.1f}") -> str:
 
 
 def phase_table(c: CellView) -> Fig:
-    rows = [f for f in c.summary.phase_figures]
+    # one array: its rows are the cell's ("all"), shown once
+    several = len({f.array for f in c.summary.phase_figures if f.array}) > 1
+    rows = [f for f in c.summary.phase_figures if several or not f.array]
     head = (
         "<tr><th>phase</th><th>array</th><th>desktops</th><th>IOPS mean</th><th>IOPS peak</th>"
         "<th>IOPS per desktop</th><th>read %</th><th>read KB</th><th>write KB</th><th>latency ms</th>"

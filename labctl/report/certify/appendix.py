@@ -5,6 +5,8 @@ SHA-256 of each file of each run folder); and a glossary."""
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from labctl.records.run_record import CriterionVerdict, Outcome
 from labctl.report.certify.common import (
     OUTCOME_WORD,
@@ -150,7 +152,8 @@ def _run_rows(r: RunData) -> list[list[str]]:
         ],
         ["started, ended (UTC, wall clock)", f"{i.started.wall_utc}, {ended}"],
         ["cells", str(len(i.cells))],
-        ["inventory file", i.inventory_file],
+        # its name: the controller's folders are no business of the reader (the SHA-256 identifies it)
+        ["inventory file", PurePosixPath(i.inventory_file.replace("\\", "/")).name or "-"],
         ["inventory SHA-256", i.inventory_sha256],
         ["labctl version, commit", f"{i.labctl_version}, {commit}"],
         ["controller host, Python", f"{i.host}, {i.python}"],

@@ -70,8 +70,8 @@ def _summary(ctx: Context, parts: Sequence[tuple[Kind, list[CellView]]], finding
         blocks += [
             Text(
                 "Observations (marginal results: outside the pass band, inside the marginal band; and criteria "
-                "reported but not required):"
-                if any("(not required)" in o for o in v.observations)
+                "judged when measured that had nothing to judge):"
+                if any("(judged when measured)" in o for o in v.observations)
                 else "Observations (marginal results: outside the pass band, inside the marginal band):"
             ),
             Bullets(tuple(shown)),
