@@ -8,8 +8,10 @@ runs``, ``labctl compare``, the figures page and the certificate share, so they 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from labctl.records.figures import Figure
 from labctl.records.run_record import ResponseIndex
 
 
@@ -62,6 +64,25 @@ def index_headline(ri: ResponseIndex | None) -> IndexHeadline | None:
     saturated = ri.saturation_sessions is not None
     sessions = ri.saturation_sessions if ri.saturation_sessions is not None else ri.sessions_max
     return IndexHeadline(saturated, sessions, ri.baseline_s, ri.good, ri.good + ri.fair + ri.poor)
+
+
+def headline_from_figures(figures: Mapping[str, Figure]) -> IndexHeadline | None:
+    """The same headline from a cell's key figures (:data:`labctl.records.figures.INDEX_FIGURES`):
+    what ``labctl runs`` and ``labctl compare`` have of a stored cell."""
+    sessions = figures.get("rt_index sessions")
+    saturated = figures.get("rt_index saturated")
+    if sessions is None or saturated is None:
+        return None
+    baseline = figures.get("rt_index baseline_s")
+    good = figures.get("desktops_good count")
+    rated = figures.get("desktops_rated count")
+    return IndexHeadline(
+        saturated.value >= 1,
+        int(sessions.value),
+        baseline.value if baseline is not None else None,
+        int(good.value) if good is not None else 0,
+        int(rated.value) if rated is not None else 0,
+    )
 
 
 def headline_text(ri: ResponseIndex | None) -> str:

@@ -130,6 +130,7 @@ def _samples(t0: float, desktops: int, steady_iops: float, rng: random.Random) -
                 "equallogic", ARRAY, "read_iops", "IO/s", ts, 0.3 * iops * (1 + 0.05 * rng.uniform(-1, 1))
             ),
             Sample("equallogic", ARRAY, "write_iops", "IO/s", ts, 0.7 * iops),
+            Sample("equallogic", ARRAY, "iops", "IO/s", ts, iops),
             Sample("equallogic", ARRAY, "latency_ms", "ms", ts, 2 + iops / 2000),
             Sample("equallogic", f"{ARRAY}/VOL1", "read_iops", "IO/s", ts, 0.3 * iops),
         ]
