@@ -99,8 +99,8 @@ def _plot(ax: Any, c: CellView, s: Series | None, label: str, **kw: Any) -> None
     ax.plot([(t - t0) / 60 for t in s.ts], s.values, label=label, lw=1.2, **kw)
 
 
-def iops_over_time(c: CellView) -> Fig:
-    f = charts.new_figure(width=WIDE_IN)
+def iops_over_time(c: CellView, wide: bool = True) -> Fig:
+    f = charts.new_figure(width=WIDE_IN) if wide else charts.new_figure()
     ax = f.add_subplot()
     _shade(ax, c)
     for a, color in zip(arrays(c), charts.colors(max(1, len(arrays(c)))), strict=False):
@@ -111,7 +111,7 @@ def iops_over_time(c: CellView) -> Fig:
     ax.set_ylabel("IO/s")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7)
-    return fig(f, "Front-end read and write IOPS of each array; the phases shaded.", wide=True)
+    return fig(f, "Front-end read and write IOPS of each array; the phases shaded.", wide=wide)
 
 
 def latency_over_time(c: CellView) -> Fig:
@@ -264,7 +264,9 @@ def scale_out_chart(cells: Sequence[CellView]) -> Fig | None:
     )
 
 
-def sections(cells: Sequence[CellView]) -> list[Section]:
+def sections(cells: Sequence[CellView], *, wide: bool = True) -> list[Section]:
+    """The VDI sections of the figures page; ``wide=False``: every figure a page's width (the
+    certificate's portrait pages)."""
     vdi = vdi_cells(cells)
     if not vdi:
         return []
@@ -276,7 +278,7 @@ def sections(cells: Sequence[CellView]) -> list[Section]:
         )
     ]
     for c in vdi:
-        figs = [iops_over_time(c), phase_table(c), latency_over_time(c), *hosts_over_time(c)]
+        figs = [iops_over_time(c, wide), phase_table(c), latency_over_time(c), *hosts_over_time(c)]
         figs += [f for f in (index_chart(c), logon_chart(c)) if f is not None]
         head = index_headline(c.summary.response_index)
         intro = "; ".join(x for x in (f"Response-time index: {head.text}" if head else "", c.reason) if x)

@@ -168,6 +168,14 @@ def outcome_cell(o: Outcome, text: str | None = None) -> Cell:
     return Cell(text if text is not None else OUTCOME_WORD[o], OUTCOME_TONE[o])
 
 
+def criterion_cell(v: CriterionVerdict) -> Cell:
+    """A criterion's outcome as a cell: a criterion judged only when measured that had nothing to
+    judge is "not measured", not a red "no data" (it does not count against the cell)."""
+    if v.outcome is Outcome.NO_DATA and not v.required:
+        return Cell("not measured", Tone.NONE)
+    return outcome_cell(v.outcome)
+
+
 def band_text(band: Band | None, unit: str, expression: bool = True) -> str:
     """``≤ 8 requests (2 × the write-cache set's disks)``; ``-`` for no band."""
     if band is None:
@@ -306,7 +314,7 @@ def verdict_matrix(
             if v is None:
                 row.append(Cell("-"))
             elif v.observed is None:
-                row.append(outcome_cell(v.outcome))
+                row.append(criterion_cell(v))
             else:
                 text = num(v.observed)
                 if v.outcome is not Outcome.PASS:
@@ -345,6 +353,7 @@ def criterion_findings(
     ``From 75 clients on, NIC peak was outside its pass band (≤ 90 %): 93.5 % at 75, 97.3 % at 100.``
     """
     out = []
+    quiet: list[str] = []  # judged only when measured, and given nothing: one sentence for them all
     for name in criteria_in_order(cells):
         judged = [(c, v) for c in cells if (v := criterion(c, name)) is not None]
         bad = [(c, v) for c, v in judged if v.outcome is not Outcome.PASS]
@@ -391,11 +400,9 @@ def criterion_findings(
         unjudged = [(c, v) for c, v in unmeasured if v.outcome is Outcome.NO_DATA and not v.required]
         unmeasured = [(c, v) for c, v in unmeasured if (c, v) not in unjudged]
         if unjudged:
-            where = ", ".join(axis(c) for c, _ in unjudged[:6]) + (" ..." if len(unjudged) > 6 else "")
-            out.append(
-                f"{name[0].upper() + name[1:]} had nothing to judge in {_of(len(unjudged), len(judged), what)} "
-                f"({where}): it is judged only when measured, and these cells gave it no value; it does not "
-                "count against them."
+            where = ", ".join(axis(c) for c, _ in unjudged[:3]) + (" ..." if len(unjudged) > 3 else "")
+            quiet.append(
+                f"{name} ({where})" if len(unjudged) < len(judged) else f"{name} (every one of the {what})"
             )
         if unmeasured:
             kinds = sorted({OUTCOME_WORD[v.outcome] for _, v in unmeasured})
@@ -408,6 +415,11 @@ def criterion_findings(
                 f"{name[0].upper() + name[1:]} could not be judged in {_of(len(unmeasured), len(judged), what)} "
                 f"({' / '.join(kinds)}: {where}): {why}."
             )
+    if quiet:
+        out.append(
+            "Judged only when measured, and given nothing to judge here (they do not count against the "
+            f"cells): {'; '.join(quiet)}."
+        )
     return out
 
 

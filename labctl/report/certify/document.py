@@ -174,7 +174,9 @@ def build(inputs: Inputs, *, customer: str | None = None, date: str | None = Non
         appendices=[
             appendix.verdicts_section(inputs),
             appendix.traceability_section(inputs),
-            appendix.glossary_section(),
+            appendix.glossary_section(
+                vdi=any(c.is_vdi for c in inputs.cells), streaming=any(not c.is_vdi for c in inputs.cells)
+            ),
         ],
         simulated=inputs.simulated,
         runs=tuple(r.run_id for r in inputs.runs),

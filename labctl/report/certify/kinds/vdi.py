@@ -12,6 +12,7 @@ from the cells that passed (:func:`labctl.sizing.from_run.run_profile`, ``labctl
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Sequence
 
@@ -280,7 +281,12 @@ class VdiStorm(Kind):
     def results(self, ctx: Context, cells: Sequence[CellView]) -> Section:
         children = [Section("Results per cell", [results_table(cells)])]
         labels = {c.id: cell_label(c) for c in cells}
-        drawn = [s for s in figures_vdi.sections(cells) if s.figures]
+        # portrait: a landscape page of its own would leave each cell's heading alone on the page before
+        drawn = [
+            dataclasses.replace(s, figures=[dataclasses.replace(f, wide=False) for f in s.figures])
+            for s in figures_vdi.sections(cells, wide=False)
+            if s.figures
+        ]
         children += sections_as_blocks(drawn, lambda t: f"Figures: {labels.get(t, t)}")
         matrix = verdict_matrix(
             cells, lambda c: cell_label(c), "Criteria per cell: the judged value and its outcome", "cell"
