@@ -216,11 +216,11 @@ def _table(
     cells: Sequence[CellView],
     head: Sequence[tuple[str, str]],
     make: Callable[[CellView], list[Td]],
-    fixed: int,
+    fixed: Sequence[int],
 ) -> str:
     rows = [make(c) for c in cells]
     # a column with nothing in it (copy path in a boot-storm-only run) only takes room
-    keep = [i for i in range(len(head)) if i < fixed or any(r[i].text != "-" for r in rows)]
+    keep = [i for i in range(len(head)) if i in fixed or any(r[i].text != "-" for r in rows)]
     out = ['<div class="scroll"><table class="cells"><thead><tr>']
     out += [f'<th class="{head[i][1]}">{head[i][0]}</th>' for i in keep]
     out.append("</tr></thead><tbody>")
@@ -244,9 +244,9 @@ def table(cells: Sequence[CellView]) -> str:
     vdi = [c for c in cells if c.is_vdi]
     out = []
     if streaming:
-        out.append(_table(streaming, HEAD, row, 5))
+        out.append(_table(streaming, HEAD, row, range(5)))
     if vdi:
-        out.append(_table(vdi, VDI_HEAD, vdi_row, 3))
+        out.append(_table(vdi, VDI_HEAD, vdi_row, (0, 2)))  # a configuration only when there is one
     if any(c.provisional for c in cells):
         out.append(f'<p class="note"><i>Italic</i> numbers: {html.escape(PROVISIONAL)}.</p>')
     return "".join(out)

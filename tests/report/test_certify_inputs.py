@@ -138,3 +138,13 @@ def test_runs_of_two_labs_are_refused(
     assert code == EXIT_BAD_INPUT
     line = one_line(err)
     assert "two labs" in line and "sim-2007" in line and "lab-2007" in line
+
+
+def test_json_nested_beyond_the_parser_is_refused(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (run / "cells" / "boot_storm-standalone-001" / "summary.json").write_text("[" * 200_000 + "]" * 200_000)
+    code, err = certify(capsys, tmp_path, run)
+    assert code == EXIT_BAD_INPUT
+    line = one_line(err)
+    assert "summary.json" in line and "nested deeper" in line

@@ -5,7 +5,7 @@ naming the file and the fix; the CLI exits 2) instead of certified.
 - **Links and special files**: a symbolic link that leads outside the run folder, or anything but
   a plain file or folder (a FIFO would hang the reader, a device never ends), is refused.
 - **Sizes**: each file a certificate reads is bounded (:data:`MAX_BYTES`) before it is opened;
-  the folder's depth and file count too.
+  the folder's depth and file count too, and a JSON file's nesting.
 - **series.csv**: present, with the recorder's header, not cut short (a run that ended has a
   complete last line; every cell whose summary has series has samples in it), and with at least
   one finite value.
@@ -15,6 +15,7 @@ naming the file and the fix; the CLI exits 2) instead of certified.
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 from collections.abc import Sequence
@@ -87,6 +88,22 @@ def check_files(run: Path) -> None:
                 raise _refuse(
                     p, f"{st.st_size} bytes, more than the {limit} a run writes", "certify another run"
                 )
+            if name.endswith(".json"):
+                _check_json_depth(p)
+
+
+def _check_json_depth(path: Path) -> None:
+    """A JSON file nested deeper than the parser's recursion (``[[[[...]]]]``) would stop the readers
+    with a traceback; a torn or invalid one is left to them (they skip it, and the verdict names the
+    cell without a readable summary)."""
+    try:
+        json.loads(path.read_bytes())
+    except RecursionError:
+        raise _refuse(
+            path, "nested deeper than a run writes", "restore the file the run wrote, or certify another run"
+        ) from None
+    except ValueError:
+        return
 
 
 def check_series(run: Path, info: RunInfo | None, summaries: dict[str, CellSummary]) -> None:
