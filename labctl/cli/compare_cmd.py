@@ -36,10 +36,13 @@ def load_figures(ref: str, results: Path, store: ResultsStore) -> tuple[RunFigur
     return figures, None, []
 
 
-def stored_baseline(store: ResultsStore, lab: str, plan: str) -> tuple[str, list[RunFigures]] | None:
-    """The current baseline set of ``lab`` + ``plan`` in the store and its runs' figures; None
+def stored_baseline(
+    store: ResultsStore, lab: str, plan: str, params_key: str | None = None
+) -> tuple[str, list[RunFigures]] | None:
+    """The current baseline set of ``lab`` + ``plan`` in the store for runs of the kind
+    ``params_key`` (profile and plan parameters; None: of any kind) and its runs' figures; None
     when none is set. BadInputError when a baseline run is not in the store any more."""
-    chosen = store.baseline(lab, plan)
+    chosen = store.baseline(lab, plan, params_key)
     if chosen is None:
         return None
     base = []
@@ -62,10 +65,12 @@ def compare_with_history(
     history_runs: int | None = None,
     cells: str | None = None,
     history_required: bool = True,
+    allow_unlike: bool = False,
 ) -> Comparison:
     """Compare ``now`` with the baseline runs ``base``, the noise measured over the store's
-    history of the lab + plan (``history_runs`` earlier runs, default HISTORY_RUNS; 0: none).
-    An unreachable store's history is a note, unless ``history_required``."""
+    history of the lab + plan, runs of ``now``'s kind only (``history_runs`` earlier runs, default
+    HISTORY_RUNS; 0: none). An unreachable store's history is a note, unless ``history_required``.
+    Unlike runs (another profile, parameters, lab) are named; ``allow_unlike`` accepts them."""
     from labctl.report.compare import HISTORY_RUNS  # numpy: loaded only when comparing
     from labctl.report.compare import compare as compare_figures
 
@@ -75,14 +80,37 @@ def compare_with_history(
     runs = HISTORY_RUNS if history_runs is None else history_runs
     if runs and started is not None:
         try:
-            history = store.figure_history(now.lab, now.plan, before=started, runs=runs)
+            history = store.figure_history(
+                now.lab, now.plan, before=started, runs=runs, params_key=kind_key(now)
+            )
         except StoreError as exc:
             if history_required:  # e.g. the baseline itself came from the store
                 raise
             notes.append(f"no history (noise from the baseline runs alone): {exc}")
-    result = compare_figures(now, base, history=history, baseline_set=baseline_set, cells=cells)
+    result = compare_figures(
+        now, base, history=history, baseline_set=baseline_set, cells=cells, allow_unlike=allow_unlike
+    )
     result.notes += notes
     return result
+
+
+def kind_key(run: RunFigures) -> str | None:
+    """The store's key of a run's kind, when the run recorded it (older runs: None, any kind)."""
+    return run.kind.key if run.kind.recorded else None
+
+
+def no_baseline(store: ResultsStore, now: RunFigures) -> BadInputError:
+    """No baseline for ``now``'s lab + plan + kind: say which kinds have one, and how to set it."""
+    others = [b for b in store.current_baselines(now.lab, now.plan) if b.params_key != kind_key(now)]
+    hint = (
+        "; there is one for " + ", ".join(f"profile {b.profile or '?'} ({b.set_id})" for b in others)
+        if others
+        else ""
+    )
+    return BadInputError(
+        f"no baseline for {now.lab} / {now.plan} ({now.kind.label()}) in {store.url}{hint}: name BASELINE "
+        f"runs, or set one (labctl baseline set {now.lab} {now.plan} RUN...)"
+    )
 
 
 history_option = click.option(
@@ -104,6 +132,12 @@ history_option = click.option(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--markdown", is_flag=True, help="Print a short summary for a chat message.")
+@click.option(
+    "--allow-unlike",
+    is_flag=True,
+    help="Accept a baseline of another profile, parameters or lab (named in the output); without it such "
+    "a comparison exits 2.",
+)
 @store_option
 @results_dir_option("Where run folders are")
 def compare(
@@ -114,6 +148,7 @@ def compare(
     all_figures: bool,
     as_json: bool,
     markdown: bool,
+    allow_unlike: bool,
     store_url: str | None,
     results_dir: Path | None,
 ) -> int:
@@ -125,8 +160,15 @@ def compare(
     compare.json into RUN's folder.
 
     \b
+    The baseline set is that of RUN's kind: its parameter profile and resolved plan parameters
+    (quick and full runs have separate baselines and histories). A RUN and BASELINE that are not
+    alike (another lab, configuration, profile or parameter value, e.g. a 360 s window against a
+    120 s one) are compared, the differences named first, and the exit code is 2 unless
+    --allow-unlike accepts them.
+
+    \b
     Exit codes: 0 no regression, 1 regression, 3 lab fault (or a baseline cell the run lacks),
-    2 bad input.
+    2 bad input, or unlike runs without --allow-unlike.
 
     \b
     Examples:
@@ -143,16 +185,13 @@ def compare(
         base = [f for f, _, _ in loaded]
         notes += [n for _, _, ns in loaded for n in ns]
     else:
-        found = stored_baseline(store, now.lab, now.plan)
+        found = stored_baseline(store, now.lab, now.plan, kind_key(now))
         if found is None:
-            raise BadInputError(
-                f"no baseline for {now.lab} / {now.plan} in {store.url}: name BASELINE runs, "
-                f"or set one (labctl baseline set {now.lab} {now.plan} RUN...)"
-            )
+            raise no_baseline(store, now)
         baseline_set, base = found
     result = compare_with_history(
         store, now, base, baseline_set=baseline_set, history_runs=history_runs, cells=cells,
-        history_required=not baselines,
+        history_required=not baselines, allow_unlike=allow_unlike,
     )  # fmt: skip
     result.notes += notes
     if as_json:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import click
 
 from labctl.cli.common import config_option, lab_option, resolve_results_dir, results_dir_option
-from labctl.cli.compare_cmd import compare_with_history, history_option, stored_baseline
+from labctl.cli.compare_cmd import compare_with_history, history_option, kind_key, stored_baseline
 from labctl.cli.run_cmd import lease_wait_option, plan_files, run_plans
 from labctl.cli.runs_cmd import store_option
 from labctl.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInputError, LabctlError
@@ -158,7 +158,7 @@ def judge(
     figures = data.figures()
     comparison = None
     if data.info.outcome.value != Verdict.INTERRUPTED.value:
-        found = stored_baseline(store, figures.lab, figures.plan)
+        found = stored_baseline(store, figures.lab, figures.plan, kind_key(figures))  # same profile + params
         if found is not None:
             set_id, base = found
             try:
@@ -167,6 +167,8 @@ def judge(
                 )
             except BadInputError as exc:  # e.g. no cell in common: the verdict is the run's own
                 notes.append(f"not compared with baseline {set_id}: {exc}")
+            if comparison is not None and comparison.unlike:  # a baseline set before sets had a kind
+                notes.append("baseline not alike: " + "; ".join(comparison.unlike))
     verdict = night_verdict(figures, comparison, run_reason=data.info.reason)
     folder = RunFolder.open(run_dir)
     folder.annotate(nightly=verdict.model_dump(mode="json"))  # the run folder stays the source of truth

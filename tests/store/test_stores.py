@@ -11,7 +11,7 @@ import pytest
 
 from labctl.errors import BadInputError
 from labctl.records.run_record import Outcome, RunOutcome
-from labctl.store import BaselineSet, ResultsStore, StoreSink, import_run, open_store
+from labctl.store import BaselineSet, ResultsStore, StoreError, StoreSink, import_run, open_store
 from labctl.store.folder import read_run_folder
 from labctl.store.schema import RUN_TABLES
 from tests.store.runs import cell_id, make_run
@@ -189,3 +189,34 @@ def test_cell_outcomes_survive_the_round_trip(store: ResultsStore, tmp_path: Pat
         [run_id, cell_id(25)],
     ).rows[0]
     assert cov[0] < 0.6 and cov[1] == 1
+
+
+def test_a_store_that_fails_mid_run_costs_the_run_nothing_and_gets_it_whole_at_the_end(
+    tmp_path: Path,
+) -> None:
+    folder = make_run(tmp_path / "results", seed=7)
+    data = read_run_folder(folder)
+    root = tmp_path / "store"
+    root.mkdir()
+    (root / "runs").write_text("not a folder")  # every write of a run fails (the disk, the server ...)
+    said: list[str] = []
+    sink = StoreSink(open_store(f"duckdb:{root}"), data.info, folder, say=said.append)
+    for record in data.records.values():
+        sink.cell_finished(record)  # never raises into the runner
+    assert sink.failed is not None and len(said) == 1 and "kept" in said[0]
+    (root / "runs").unlink()  # the store is back when the run ends: the whole folder goes in
+    sink.run_finished(data.info)
+    assert [c.cell for c in sink.store.cells(data.info.run_id)] == list(data.records)
+    assert "imported whole" in said[-1]
+
+
+def test_a_store_that_stays_down_names_the_import_that_adds_the_run_later(tmp_path: Path) -> None:
+    folder = make_run(tmp_path / "results", seed=8, group_sizes=(5,))
+    data = read_run_folder(folder)
+    said: list[str] = []
+    store = open_store("postgresql://nobody@127.0.0.1:9/none")  # nothing listens on port 9
+    sink = StoreSink(store, data.info, folder, say=said.append)
+    sink.cell_finished(next(iter(data.records.values())))
+    with pytest.raises(StoreError, match=f"labctl runs import {data.info.run_id}"):
+        sink.run_finished(data.info)
+    assert len(said) == 2 and f"labctl runs import {data.info.run_id}" in said[-1]
