@@ -21,10 +21,10 @@ from rich.table import Table
 
 from labctl.cli.common import lab_name, resolve_results_dir, results_dir_option
 from labctl.errors import EXIT_BAD_INPUT, EXIT_OK, BadInputError
+from labctl.records.run_record import ResponseIndex
 from labctl.store import (
     STORE_ENV,
     ResultsStore,
-    RunRow,
     default_store_url,
     import_run,
     open_store,
@@ -62,13 +62,38 @@ def open_cli_store(store_url: str | None, results_dir: Path | None) -> ResultsSt
     return open_store(store_url or default_store_url(resolve_results_dir(results_dir)))
 
 
-def run_headline(store: ResultsStore, row: RunRow) -> str:
-    """The VDI headline of a stored run (response-time index: saturated at N sessions or not up to
-    N; the share of good desktops), '' for runs without one.
+def index_text(ri: ResponseIndex | None) -> str:
+    """The words of a response-time index's headline (saturated at N sessions, or not up to N; the
+    share of good desktops); '' without one.
 
-    Seam: the pure headline function comes with labctl/report/headline.py (the vdireport work);
-    until it is merged, runs show no headline."""
+    Seam: the one pure headline function is labctl/report/headline.py (the `vdireport` work,
+    merged at 06:00); until it is wired here, no headline is shown."""
     return ""
+
+
+def run_headlines(store: ResultsStore, run_ids: list[str]) -> dict[str, str]:
+    """The VDI headline of each stored run (its cells' response-time indexes; a cell's id before
+    its headline when a run has several), '' for runs without one."""
+    if not run_ids:
+        return {}
+    marks = ", ".join("?" for _ in run_ids)
+    found: dict[str, list[tuple[str, str]]] = {}
+    query = (
+        "SELECT run_id, cell, response_index_json FROM cells WHERE response_index_json IS NOT NULL "
+        f"AND run_id IN ({marks}) ORDER BY run_id, seq, cell"
+    )
+    for run_id, cell, text in store.sql(query, run_ids).rows:
+        try:
+            words = index_text(ResponseIndex.model_validate_json(text))
+        except ValueError:
+            continue
+        if words:
+            found.setdefault(run_id, []).append((cell, words))
+    out = {}
+    for run_id in run_ids:
+        cells = found.get(run_id, [])
+        out[run_id] = cells[0][1] if len(cells) == 1 else "; ".join(f"{c}: {w}" for c, w in cells)
+    return out
 
 
 def parse_when(text: str | None, option: str) -> datetime | None:
@@ -170,7 +195,7 @@ def runs(
         until=parse_when(until, "--until"),
         limit=limit,
     )
-    headlines = {r.run_id: run_headline(store, r) for r in rows}
+    headlines = run_headlines(store, [r.run_id for r in rows])
     if as_json:
         click.echo(
             json.dumps(
@@ -242,7 +267,7 @@ def show(ctx: click.Context, run: str, as_json: bool, store_url: str | None, res
     click.echo(f"lab:      {row.lab}  plan: {row.plan}  configuration: {row.configuration or '-'}")
     click.echo(f"kind:     {figures.kind.label()}{_params_text(figures.kind.parameters)}")
     click.echo(f"outcome:  {row.outcome}" + (f": {row.reason}" if row.reason else ""))
-    headline = run_headline(store, row)
+    headline = run_headlines(store, [row.run_id])[row.run_id]
     if headline:
         click.echo(f"headline: {headline}")
     click.echo(

@@ -172,6 +172,10 @@ class Comparison(BaseModel):
     )
     allow_unlike: bool = Field(False, description="unlike runs accepted: the usual exit codes")
     notes: list[str] = Field(default_factory=list)
+    headlines: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="VDI cells: the response-time index's headline, {cell: {'run': ..., 'baseline': ...}}",
+    )
     cells: list[CellComparison] = Field(default_factory=list)
 
     def of(self, *status: CellStatus) -> list[CellComparison]:
@@ -227,9 +231,17 @@ class Comparison(BaseModel):
             if quiet and not all_figures:
                 head += f" ({len(quiet)} figures within noise)"
             lines.append(head)
+            lines += self._headline_lines(c.cell, "    ")
             lines += [f"    {f.line()}" for f in shown]
             lines += [f"    baseline {rid} left out: {why}" for rid, why in c.excluded.items()]
         return "\n".join(lines)
+
+    def _headline_lines(self, cell: str, indent: str) -> list[str]:
+        h = self.headlines.get(cell) or {}
+        if not h.get("run") and not h.get("baseline"):
+            return []
+        base = f" (baseline: {h['baseline']})" if h.get("baseline") else ""
+        return [f"{indent}index: {h.get('run') or '-'}{base}"]
 
     def markdown(self, limit: int = 5) -> str:
         """A short summary for a chat message: the verdict, then the worst figures per cell."""
@@ -243,6 +255,7 @@ class Comparison(BaseModel):
             out.append(
                 f"- **{c.cell}** {c.status.value.replace('_', ' ')}" + (f": {c.reason}" if c.reason else "")
             )
+            out += self._headline_lines(c.cell, "  - ")
             for f in [f for f in c.figures if f.status is not FigureStatus.WITHIN][:limit]:
                 if f.value is not None and f.baseline is not None:
                     pct = f" ({f.delta_pct:+.0f} %)" if f.delta_pct is not None else ""

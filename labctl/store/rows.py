@@ -131,6 +131,7 @@ def cell_rows(run_id: str, record: CellRecord, seq: int) -> dict[str, list[Row]]
             "left_on": (", ".join(restore.left_on) or None) if restore else None,
             "entities_json": _json(s.entities),
             "extra_json": _json(s.extra),
+            "response_index_json": s.response_index.model_dump_json() if s.response_index else None,
         }
     ]
     params = [_param_row(run_id, cell, name, value) for name, value in sorted(s.parameters.items())]

@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS cells (
     left_on           TEXT,               -- machines still on after the restore
     entities_json     TEXT,               -- named entities: streaming_server, write_cache_disk, ...
     extra_json        TEXT,               -- scenario-specific scalars
+    response_index_json TEXT,             -- VDI storms: the response-time index (summary.json response_index)
     PRIMARY KEY (run_id, cell)
 );
 

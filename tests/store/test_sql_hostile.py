@@ -166,6 +166,12 @@ def test_postgresql_refuses_every_hostile_query(
         out.unlink(missing_ok=True)
         out.parent.rmdir()
     assert pg.sql("SELECT count(*) FROM runs").rows == [(1,)]
+    assert pg.sql("SELECT count(*) FROM runs WHERE run_id LIKE '%boot_storm%'").rows == [
+        (1,)
+    ]  # % is not a mark
+    assert pg.sql("/* a comment */ WITH r AS (SELECT lab FROM runs) SELECT lab FROM r").rows == [
+        ("sim-2007",)
+    ]
     assert pg.sql("SELECT plan FROM runs WHERE lab = ?", ["sim-2007"]).rows == [("boot_storm",)]
 
 
