@@ -193,7 +193,8 @@ def _reports(
     from labctl.report.trends import write_trends_page  # matplotlib: loaded when the page is drawn
 
     info, run_dir = data.info, data.path
-    nights = night_history(store, info.lab, info.plan, until=_started(data))
+    kind = kind_key(data.figures())  # the trend lines of this run's profile and parameters only
+    nights = night_history(store, info.lab, info.plan, until=_started(data), params_key=kind)
     write_trends_page(
         run_dir, nights, current=info.run_id, baseline_runs=verdict.baseline_runs, source=store.url
     )
@@ -210,6 +211,7 @@ def _reports(
         before=_started(data),
         out=run_dir / "report" / ALLURE_HISTORY_FILE,
         report_url=report_url,
+        params_key=kind,
     )
     try:
         build_report(run_dir, history=history)

@@ -213,3 +213,39 @@ def test_a_store_url_password_is_never_printed_back(
     code = run_cli(cli, ["runs", "--results-dir", str(tmp_path)])
     out = capsys.readouterr()
     assert code == 2 and "ret-pw" not in out.out + out.err
+
+
+def _database_of(pg_server: str, owner: str, *grants: str) -> str:
+    """A fresh database owned by a new login role ``owner`` (trust auth: no password), with ``grants``."""
+    name = f"t_{owner}_{os.getpid()}"
+    with psycopg.connect(pg_server, autocommit=True, connect_timeout=10) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name}".encode())
+        admin.execute(f"DROP ROLE IF EXISTS {owner}".encode())
+        admin.execute(f"CREATE ROLE {owner} LOGIN".encode())
+        for g in grants:
+            admin.execute(f"GRANT {g} TO {owner}".encode())
+        admin.execute(f"CREATE DATABASE {name} OWNER {owner}".encode())
+    host = pg_server.split("@", 1)[1].rsplit("/", 1)[0]
+    return f"postgresql://{owner}@{host}/{name}"
+
+
+def test_a_plain_store_user_queries_as_itself_and_a_file_reader_without_the_role_is_refused(
+    pg_server: str, tmp_path: Path, canary_dir: Path
+) -> None:
+    out = tmp_path / "never.csv"
+    plain = PostgresStore(_database_of(pg_server, "plainuser"))
+    try:
+        import_run(plain, make_run(tmp_path / "results", seed=2, group_sizes=(5,)))
+        assert plain.sql("SELECT count(*) FROM runs").rows == [(1,)]
+        for sample in POSTGRES_SAMPLES[:14]:
+            _refused(plain, _fill(sample, canary_dir, None, out), out)
+    finally:
+        plain.close()
+    filer = PostgresStore(_database_of(pg_server, "fileuser", "pg_read_server_files"))
+    try:
+        import_run(filer, make_run(tmp_path / "results2", seed=3, group_sizes=(5,)))  # writing is fine
+        # its rights would reach past a single guard: no query at all, and one line saying why
+        with pytest.raises(LabctlError, match=r"may read server files.*labctl_store_reader"):
+            filer.sql("SELECT count(*) FROM runs")
+    finally:
+        filer.close()

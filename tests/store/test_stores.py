@@ -220,3 +220,50 @@ def test_a_store_that_stays_down_names_the_import_that_adds_the_run_later(tmp_pa
     with pytest.raises(StoreError, match=f"labctl runs import {data.info.run_id}"):
         sink.run_finished(data.info)
     assert len(said) == 2 and f"labctl runs import {data.info.run_id}" in said[-1]
+
+
+def test_histories_and_trends_are_per_kind(store: ResultsStore, tmp_path: Path) -> None:
+    from labctl.store.history import allure_history_from_store, night_history
+
+    quick = [make_run(tmp_path, seed=s, night=s, profile="quick", group_sizes=(5,)) for s in (1, 2, 3)]
+    full = [
+        make_run(tmp_path, seed=s, night=s, profile="full", window_s=600, group_sizes=(5,)) for s in (4, 5)
+    ]
+    for f in quick + full:
+        import_run(store, f)
+    q_key = read_run_folder(quick[0]).figures().kind.key
+    f_key = read_run_folder(full[0]).figures().kind.key
+    assert q_key != f_key
+    assert {r.params_key for r in store.runs(profile="quick")} == {q_key}
+    later = datetime(2030, 1, 1)
+    assert [rid for rid, _ in store.figure_history("sim-2007", "boot_storm", before=later, runs=30)] == [
+        p.name for p in quick + full
+    ]
+    hist = store.figure_history("sim-2007", "boot_storm", before=later, runs=30, params_key=f_key)
+    assert [rid for rid, _ in hist] == [p.name for p in full]
+    nights = night_history(store, "sim-2007", "boot_storm", params_key=q_key)
+    assert [f.run_id for f, _ in nights] == [p.name for p in quick]
+    assert all(f.kind.profile == "quick" for f, _ in nights)
+    lines = allure_history_from_store(
+        store, "sim-2007", "boot_storm", params_key=f_key, out=tmp_path / "h.jsonl"
+    )
+    assert len(lines.read_text().splitlines()) == len(full)
+
+
+def test_a_postgresql_store_made_before_the_new_columns_gets_them(pg_dsn: str, tmp_path: Path) -> None:
+    import psycopg
+
+    from labctl.store.postgres import PostgresStore
+    from labctl.store.schema import statements
+
+    with psycopg.connect(pg_dsn, autocommit=True, connect_timeout=10) as raw:  # yesterday's schema
+        for stmt in statements():
+            raw.execute(stmt.encode())
+        for table, col in (("runs", "profile"), ("runs", "params_key"), ("baselines", "parameters_json")):
+            raw.execute(f"ALTER TABLE {table} DROP COLUMN {col}".encode())
+    store = PostgresStore(pg_dsn)
+    try:
+        run_id = import_run(store, make_run(tmp_path, seed=3, profile="quick", group_sizes=(5,))).run_id
+        assert store.sql("SELECT profile FROM runs WHERE run_id = ?", [run_id]).rows == [("quick",)]
+    finally:
+        store.close()
