@@ -102,7 +102,7 @@ class PostgresStore(SqlQueries):
             )
         except psycopg.Error as exc:
             raise StoreError(
-                f"{self.url}: cannot connect: {str(exc).strip().splitlines()[-1]} "
+                f"{self.url}: cannot connect: {str(exc).strip().splitlines()[0].strip()} "
                 "(is the server up, and the user allowed? password: PGPASSWORD or ~/.pgpass)"
             ) from exc
         try:

@@ -66,8 +66,14 @@ class StoreSink:
             return read_series(self.folder, cell=cell)
         return []
 
+    def _why(self, exc: Exception) -> str:
+        """The first line of what failed, without the store's URL the message starts with."""
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
+        return first.removeprefix(f"{safe_url(self.store.url)}: ")
+
     def _failing(self, exc: Exception, when: str) -> None:
-        line = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        line = self._why(exc)
         if self.failed is None:
             self.failed = line
             self.say(
@@ -104,7 +110,7 @@ class StoreSink:
         try:
             import_run(self.store, self.folder)
         except (LabctlError, OSError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = self._why(exc)
             self.say(
                 f"results store {safe_url(self.store.url)}: run {info.run_id} is not in the store ({first}); "
                 f"add it later with `labctl runs import {info.run_id}`"
