@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labctl.cli.common import resolve_results_dir
-from labctl.cli.compare_cmd import compare_with_history, stored_baseline
+from labctl.cli.compare_cmd import compare_with_history, kind_key, stored_baseline
 from labctl.cli.run_cmd import plan_files, run_plans
 from labctl.errors import EXIT_BAD_INPUT, BadInputError, LabctlError
 from labctl.inventory.load import load_lab
@@ -168,7 +168,7 @@ def judge(
     figures = data.figures()
     comparison = None
     if data.info.outcome.value != Verdict.INTERRUPTED.value:
-        found = stored_baseline(store, figures.lab, figures.plan)
+        found = stored_baseline(store, figures.lab, figures.plan, kind_key(figures))  # same profile + params
         if found is not None:
             set_id, base = found
             try:
@@ -177,6 +177,8 @@ def judge(
                 )
             except BadInputError as exc:  # e.g. no cell in common: the verdict is the run's own
                 notes.append(f"not compared with baseline {set_id}: {exc}")
+            if comparison is not None and comparison.unlike:  # a baseline set before sets had a kind
+                notes.append("baseline not alike: " + "; ".join(comparison.unlike))
     verdict = night_verdict(figures, comparison, run_reason=data.info.reason)
     folder = RunFolder.open(run_dir)
     folder.annotate(nightly=verdict.model_dump(mode="json"))  # the run folder stays the source of truth
@@ -201,7 +203,8 @@ def _reports(
     from labctl.report.trends import write_trends_page  # matplotlib: loaded when the page is drawn
 
     info, run_dir = data.info, data.path
-    nights = night_history(store, info.lab, info.plan, until=_started(data))
+    kind = kind_key(data.figures())  # the trend lines of this run's profile and parameters only
+    nights = night_history(store, info.lab, info.plan, until=_started(data), params_key=kind)
     write_trends_page(
         run_dir, nights, current=info.run_id, baseline_runs=verdict.baseline_runs, source=store.url
     )
@@ -218,6 +221,7 @@ def _reports(
         before=_started(data),
         out=run_dir / "report" / ALLURE_HISTORY_FILE,
         report_url=report_url,
+        params_key=kind,
     )
     try:
         build_report(run_dir, history=history)

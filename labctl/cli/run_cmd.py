@@ -89,6 +89,15 @@ lease_wait_option = click.option(
     "with a warning.",
 )
 @lease_wait_option
+@click.option(
+    "--store",
+    "store_url",
+    default=None,
+    metavar="URL",
+    help="Results store the run is written to (default: the embedded store in <results-dir>/store; "
+    "env LABCTL_STORE).",
+)
+@click.option("--no-store", is_flag=True, help="Write no results store (labctl runs import adds it later).")
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -101,6 +110,8 @@ def run(
     report: bool,
     strict_marginal: bool,
     lease_wait: float,
+    store_url: str | None,
+    no_store: bool,
 ) -> int:
     """Run PLAN with pytest on the lab (default: the simulated lab), then build the report.
 
@@ -129,7 +140,8 @@ def run(
         params=params,
         lease_wait=lease_wait,
         strict_marginal=strict_marginal,
-        pytest_args=ctx.args,
+        store_url=store_url,
+        pytest_args=[*ctx.args, *(["--no-store"] if no_store else [])],
     )
     code, run_dir = ran.code, ran.run_dir
     if _collect_only(ctx.args):

@@ -111,6 +111,16 @@ def typed_params(config: pytest.Config, test_path: Path, marker: pytest.Mark) ->
     return cache[key]
 
 
+def plans_recorded(config: pytest.Config) -> dict[str, Any]:
+    """Each plan of the session with its profile and resolved parameters (the typed model's values,
+    defaults included), for run.json: what makes two runs alike (labctl.records.run_kind)."""
+    out: dict[str, Any] = {}
+    for (_, plan), (raw, typed) in sorted(config.stash.get(_typed_key, {}).items()):
+        values = typed.model_dump(mode="json") if isinstance(typed, BaseModel) else dict(raw.values)
+        out[plan] = {"profile": raw.profile, "source": raw.source, "values": values}
+    return out
+
+
 def _values(typed: Any, name: str) -> list[Any] | None:
     v = getattr(typed, name, None) if isinstance(typed, BaseModel) else typed.get(name)
     return list(v) if isinstance(v, list | tuple) else None

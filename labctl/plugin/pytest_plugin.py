@@ -110,6 +110,10 @@ def run_folder(lab: Lab, pytestconfig: pytest.Config) -> RunFolder:
     if _run_key not in pytestconfig.stash:
         s = settings(pytestconfig)
         params: dict[str, Any] = {"pytest_args": list(pytestconfig.invocation_params.args)}
+        plans = plan_fixtures.plans_recorded(pytestconfig)  # profile + parameters: what runs alike share
+        if plans:
+            profiles = list(dict.fromkeys(str(p["profile"]) for p in plans.values()))
+            params.update(profile="+".join(profiles), plans=plans)
         plan = pytestconfig.stash.get(_plan_key, "session")
         run = RunFolder.create(s.results_dir, lab, plan, params)
         lease = plan_fixtures.lease_of(pytestconfig)

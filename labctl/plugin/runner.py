@@ -341,12 +341,14 @@ def store_sink(url: str, run_folder: Any, say: Any = log.warning) -> StoreSink |
     """The results store's sink for a run (``--store URL``), or None when the store cannot be
     opened: the run goes on, its folder stays the source of truth (``labctl runs import``)."""
     # imported here: a session without a store never loads the store's database libraries
-    from labctl.store import StoreSink, open_store
+    from labctl.store import StoreSink, open_store, safe_url
 
     try:
-        return StoreSink(open_store(url), run_folder.info, run_folder.path)
+        return StoreSink(open_store(url), run_folder.info, run_folder.path, say=say)
     except LabctlError as exc:
-        say(f"results store {url}: {exc}; the run is not stored as it goes (labctl runs import it later)")
+        say(
+            f"results store {safe_url(url)}: {exc}; the run is not stored as it goes (labctl runs import it later)"
+        )
         return None
 
 

@@ -29,6 +29,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from labctl.records.run_kind import RunKind, run_kind
 from labctl.records.run_record import CellSummary, CellVerdict, Outcome, RunInfo
 
 BOOT_ROLES = ("storm", "rebooter")  # roles whose machines are expected to boot in the cell
@@ -172,6 +173,9 @@ class RunFigures(BaseModel):
     configuration: str | None = None
     started_utc: str = Field("", description="wall clock start, ISO 8601 UTC")
     outcome: str = ""
+    kind: RunKind = Field(
+        default_factory=lambda: RunKind(recorded=False), description="profile and plan parameters (run_kind)"
+    )
     cells: dict[str, CellFigures] = Field(default_factory=dict)
 
 
@@ -303,5 +307,6 @@ def run_figures(info: RunInfo, cells: dict[str, tuple[CellSummary, CellVerdict |
         configuration=info.configuration,
         started_utc=info.started.wall_utc,
         outcome=info.outcome.value,
+        kind=run_kind(info.parameters),
         cells={cell: cell_figures(s, v) for cell, (s, v) in cells.items()},
     )
