@@ -75,10 +75,11 @@ pdf-libs: $(VENV)/.installed
 	$(PY) -c "import weasyprint"
 
 # Real desktop sessions in the tests (tests/realsessions): Debian's xrdp serving Xvnc desktops
-# (tigervnc) on loopback, FreeRDP as the launcher's client under Xvfb. Skipped when all are present.
-RDP_DEBS := xrdp tigervnc-standalone-server freerdp2-x11 xvfb
+# (tigervnc) on loopback, FreeRDP as the launcher's client under Xvfb, OpenSSH's sshd between the
+# controller and the launcher. Skipped when all are present.
+RDP_DEBS := xrdp tigervnc-standalone-server freerdp2-x11 xvfb openssh-server
 rdp-debs:
-	@if command -v xrdp-sesman >/dev/null 2>&1 && command -v Xvnc >/dev/null 2>&1 && command -v xfreerdp >/dev/null 2>&1 && command -v Xvfb >/dev/null 2>&1; then exit 0; fi; \
+	@if command -v xrdp-sesman >/dev/null 2>&1 && command -v Xvnc >/dev/null 2>&1 && command -v xfreerdp >/dev/null 2>&1 && command -v Xvfb >/dev/null 2>&1 && test -x /usr/sbin/sshd; then exit 0; fi; \
 	echo "installing Debian's $(RDP_DEBS) (real RDP sessions for the launcher's tests)"; \
 	$(SUDO) apt-get update -qq && \
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
