@@ -21,7 +21,7 @@ from labctl.errors import BadInputError, EndpointError
 from labctl.inventory.vdi import Launcher
 from labctl.lab.context import HasContext, LabContext, context_of
 from labctl.lab.launchers.backend import LauncherBackend
-from labctl.lab.launchers.model import OperationTime, Refusal, SessionEvent
+from labctl.lab.launchers.model import LogonWaterfall, OperationTime, Refusal, SessionEvent
 from labctl.lab.launchers.registry import backend_for
 
 MAX_PARALLEL = 16  # launcher machines called at once
@@ -33,6 +33,7 @@ class Poll:
 
     sessions: list[SessionEvent] = field(default_factory=list)
     operations: list[OperationTime] = field(default_factory=list)
+    logons: list[LogonWaterfall] = field(default_factory=list)  # from launchers that time logons
     errors: dict[str, str] = field(default_factory=dict)  # launcher -> why it could not be read
 
 
@@ -135,6 +136,7 @@ class Launchers:
                 self.cursor[ln.name] = batch.cursor
                 out.sessions.extend(batch.sessions)
                 out.operations.extend(batch.operations)
+                out.logons.extend(batch.logons)
 
         list(self._pool.map(one, self.launchers.values()))
         out.sessions.sort(key=lambda e: e.ts)

@@ -46,7 +46,8 @@ class SshLauncherBackend:
             key_file_ref=a.key_file,
             host_key_policy=HostKeyPolicy(a.host_key_policy),
             known_hosts=a.known_hosts,
-            shell=Shell.CMD,
+            # labctl's PowerShell script runs under cmd.exe; `labctl launcher` under a POSIX shell.
+            shell=Shell.CMD if wire.is_powershell(a.script) else Shell.POSIX,
         )
 
     def _call(self, launcher: Launcher, verb: str, **args: str | Sequence[str] | int) -> str:
