@@ -211,7 +211,7 @@ class Preflight:
 
     def _ipmi(self, r: CheckResult, m: Machine) -> None:
         assert m.ipmi is not None
-        with IpmiClient(m.name, m.ipmi, timeout_s=self.s.settings.ipmi_timeout_s) as bmc:
+        with IpmiClient(m.name, m.ipmi, timeout_s=self.ctx.settings.ipmi_timeout_s) as bmc:
             dev = bmc.device_id()
             r.version = f"firmware {dev.firmware}, IPMI {dev.ipmi_version}"
             _version_verdict(r, "ipmi", dev.firmware)
