@@ -167,7 +167,8 @@ class RedfishClient:
         self.retries_503 = 0  # how many 503s this client backed off from
         self._system_uri: str | None = None
         self._manager_uri: str | None = None
-        self._chassis_uri: str | None = None
+        self._chassis_uri: str | None = None  # where the power draw is read
+        self._power_kind = "Power"
         self.root: dict[str, Any] = {}
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -538,7 +539,10 @@ class RedfishClient:
         boot = self.system().get("Boot") or {}
         return str(boot.get("BootSourceOverrideTarget", "")), str(boot.get("BootSourceOverrideEnabled", ""))
 
-    def _chassis_power_uri(self) -> str:
+    def _power_source(self) -> tuple[str, str]:
+        """(resource kind, URI) of the server's power draw: the chassis's ``Power`` (what iDRAC
+        serves), or its ``EnvironmentMetrics`` on a service that has only the newer resources
+        (Redfish deprecated ``Power`` in 2020.4)."""
         if self._chassis_uri is None:
             system = self.system()
             links = (system.get("Links") or {}).get("Chassis") or []
@@ -551,17 +555,31 @@ class RedfishClient:
                 )
             )
             data = self.get(chassis, action="read the chassis")
-            self._chassis_uri = (data.get("Power") or {}).get("@odata.id") or f"{chassis}/Power"
-        return self._chassis_uri
+            power = (data.get("Power") or {}).get("@odata.id")
+            env = (data.get("EnvironmentMetrics") or {}).get("@odata.id")
+            if power or not env:
+                self._power_kind, self._chassis_uri = "Power", power or f"{chassis}/Power"
+            else:
+                self._power_kind, self._chassis_uri = "EnvironmentMetrics", env
+        return self._power_kind, self._chassis_uri
 
     def power_watts(self) -> float:
-        """``PowerControl[0].PowerConsumedWatts`` of the server's chassis."""
-        data = self.get(self._chassis_power_uri(), action="read power consumption")
+        """The server's power draw in watts: ``PowerControl[0].PowerConsumedWatts`` of the chassis's
+        Power resource, or ``PowerWatts.Reading`` of its EnvironmentMetrics (both in watts by the
+        schema)."""
+        action = "read power consumption"
+        kind, uri = self._power_source()
+        data = self.get(uri, action=action)
+        if kind == "EnvironmentMetrics":
+            reading = (data.get("PowerWatts") or {}).get("Reading")
+            if reading is None:
+                raise RedfishError(
+                    self.endpoint, action, "the chassis's EnvironmentMetrics report no PowerWatts"
+                )
+            return float(reading)
         ctl = data.get("PowerControl") or []
         if not ctl or ctl[0].get("PowerConsumedWatts") is None:
-            raise RedfishError(
-                self.endpoint, "read power consumption", "the chassis reports no PowerConsumedWatts"
-            )
+            raise RedfishError(self.endpoint, action, "the chassis reports no PowerConsumedWatts")
         return float(ctl[0]["PowerConsumedWatts"])
 
     def power_reading(self, now: Callable[[], float]) -> Reading:

@@ -101,7 +101,9 @@ def _at(doc: object, path: str) -> object:
 
 
 @pytest.mark.parametrize("recorded", sorted(DRIVER_READS))
-def test_what_the_driver_reads_is_where_and_as_a_real_idrac_has_it(sim_idrac: SimIdrac, recorded: str) -> None:
+def test_what_the_driver_reads_is_where_and_as_a_real_idrac_has_it(
+    sim_idrac: SimIdrac, recorded: str
+) -> None:
     import requests
 
     real = recording(f"idrac-r640-3.34/{recorded}")
