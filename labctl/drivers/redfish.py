@@ -134,6 +134,30 @@ def extended_message(resp: RestResponse) -> tuple[str, str]:
     return "", ""
 
 
+def retry_after_s(resp: RestResponse) -> float | None:
+    """Seconds to wait before retrying a 503: its Retry-After header, else the interval of a
+    ``Base.x.ServiceTemporarilyUnavailable`` message in the body (an iDRAC whose data sources are
+    not up yet puts "Retry in 30 seconds" there, MessageArgs ["30"])."""
+    header = parse_retry_after(resp.getheader("retry-after"))
+    if header is not None:
+        return header
+    try:
+        body = resp.dict
+    except Exception:
+        return None
+    err = body.get("error", body) if isinstance(body, dict) else None
+    infos = err.get("@Message.ExtendedInfo") if isinstance(err, dict) else None
+    for info in infos if isinstance(infos, list) else []:
+        if isinstance(info, dict) and str(info.get("MessageId", "")).endswith(
+            ".ServiceTemporarilyUnavailable"
+        ):
+            try:
+                return max(0.0, float((info.get("MessageArgs") or [])[0]))
+            except (IndexError, TypeError, ValueError):
+                return None
+    return None
+
+
 def _is_session_limit(message_id: str, message: str) -> bool:
     return "RAC0218" in message_id or "maximum number of user sessions" in message.lower()
 
@@ -246,7 +270,7 @@ class RedfishClient:
             if resp.status == 503:
                 if attempt < self.backoff.attempts:
                     self.retries_503 += 1
-                    self._sleep(self.backoff.delay(attempt, parse_retry_after(resp.getheader("retry-after"))))
+                    self._sleep(self.backoff.delay(attempt, retry_after_s(resp)))
                     continue
                 if _is_session_limit(mid, msg):
                     why_basic = "session limit reached"
@@ -325,7 +349,7 @@ class RedfishClient:
             resp = self._raw(method, path, body, action)
             if resp.status == 503 and attempt < self.backoff.attempts:
                 self.retries_503 += 1
-                self._sleep(self.backoff.delay(attempt, parse_retry_after(resp.getheader("retry-after"))))
+                self._sleep(self.backoff.delay(attempt, retry_after_s(resp)))
                 continue
             if resp.status == 503:
                 raise self._busy_error(action, resp, attempt)

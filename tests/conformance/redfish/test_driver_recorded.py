@@ -177,3 +177,19 @@ def test_power_draw_from_environment_metrics_when_the_chassis_has_no_power_resou
             watts = rf.power_watts()
     env = recording("dmtf-rackmount1/environment_metrics.json")
     assert watts == env["PowerWatts"]["Reading"] == 374
+
+
+def test_a_503_whose_retry_interval_is_only_in_the_body_waits_that_long(bmc) -> None:
+    """iDRAC answers 503 IDRAC.2.8.SYS518 ("data sources are unavailable") with the retry interval
+    in a Base ServiceTemporarilyUnavailable message ("Retry in 30 seconds", MessageArgs ["30"]), not
+    in a Retry-After header. The driver once retried after its own exponential 0.5-1-2 s."""
+    with replay_server() as rp:
+        recorded_idrac(rp)
+        system = recording("idrac-r640-3.34/system.json")
+        rp.on("GET", SYSTEM, recorded_error("data-sources-unavailable-idrac-2.8.json"), Answer(200, system))
+        slept: list[float] = []
+        patient = Backoff(attempts=3, base_s=0.01, max_s=60.0, jitter=0.0)
+        with RedfishClient("r640", bmc(rp.url), timeout_s=5, backoff=patient, sleep=slept.append) as rf:
+            assert rf.power_state() == "On"
+            assert rf.retries_503 == 1
+        assert slept == [30.0]
