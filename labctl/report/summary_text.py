@@ -183,7 +183,7 @@ def shown_link(url: str, run_id: str) -> str:
     if "://" in url or not url.startswith("/"):
         return url
     _head, sep, rest = url.partition(f"/{run_id}/")
-    return rest if sep else url.rsplit("/", 1)[-1]
+    return rest if sep else url  # not under the run folder: nothing to make it relative to
 
 
 def _lines(v: NightVerdict, comparison: Comparison | None, links: Mapping[str, str], md: bool) -> list[str]:
