@@ -226,3 +226,22 @@ def test_a_run_of_unknown_kind_is_compared_with_a_note(results: Path, labctl: La
     (old / "run.json").write_text(json.dumps(info))
     code, out = labctl("compare", new.name, old.name)
     assert code == 0 and f"{old.name}: profile and parameters not recorded" in out
+
+
+def test_the_vdi_headline_in_runs_and_compare(results: Path, labctl: Labctl) -> None:
+    from tests.report.synthetic_vdi import make_vdi_run
+
+    base = make_vdi_run(results, run_id="20261120-020000-vdi_storm-0001", sizes=(50,))
+    now = make_vdi_run(results, run_id="20261121-020000-vdi_storm-0002", sizes=(50,), saturate_at=41)
+    assert labctl("runs", "import", "--all")[0] == 0
+    code, out = labctl("runs", "--json")
+    heads = {r["run_id"]: r["headline"] for r in json.loads(out)}
+    assert heads[base.name].startswith("not saturated up to 50 sessions (baseline 0.80 s); ")
+    assert heads[now.name].startswith("saturated at 41 sessions") and "desktops good" in heads[now.name]
+    code, out = labctl("runs", "show", now.name)
+    assert code == 0 and "headline: saturated at 41 sessions" in out
+    code, out = labctl("compare", now.name, base.name)
+    assert code == 0, out
+    assert "index: saturated at 41 sessions (baseline 0.80 s)" in out
+    assert "(baseline: not saturated up to 50 sessions" in out
+    assert json.loads((now / "compare.json").read_text())["headlines"]["vdi_storm-default-050"]["run"]
