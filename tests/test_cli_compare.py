@@ -245,3 +245,23 @@ def test_the_vdi_headline_in_runs_and_compare(results: Path, labctl: Labctl) -> 
     assert "index: saturated at 41 sessions (baseline 0.80 s)" in out
     assert "(baseline: not saturated up to 50 sessions" in out
     assert json.loads((now / "compare.json").read_text())["headlines"]["vdi_storm-default-050"]["run"]
+
+
+def test_runs_show_has_the_columns_of_its_plan_kind(results: Path, labctl: Labctl) -> None:
+    """A VDI run shows desktops, logons, the arrays and the index; a 2007 run its boot figures
+    (a VDI run's columns were the 2007 ones, all '-', and its array counted as a client)."""
+    from tests.report.synthetic_vdi import make_vdi_run
+
+    vdi = make_vdi_run(results, sizes=(50,))
+    streaming = make_run(results, seed=1)
+    assert labctl("runs", "import", "--all")[0] == 0
+
+    code, out = labctl("runs", "show", vdi.name)
+    assert code == 0, out
+    assert "logon mean s" in out and "array IOPS peak" in out and "boot mean s" not in out
+    row = next(line for line in out.splitlines() if "vdi_storm" in line and "default" in line)
+    assert " 50 " in f" {row} "  # the desktops, not desktops + the array
+
+    code, out = labctl("runs", "show", streaming.name)
+    assert code == 0, out
+    assert "boot mean s" in out and "logon mean s" not in out

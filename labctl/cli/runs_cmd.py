@@ -22,6 +22,7 @@ from rich.table import Table
 from labctl.cli.common import lab_name, resolve_results_dir, results_dir_option
 from labctl.errors import EXIT_BAD_INPUT, EXIT_OK, BadInputError
 from labctl.records.figures import INDEX_FIGURES, Direction, Figure
+from labctl.report import run_columns
 from labctl.report.headline import headline_from_figures
 from labctl.store import (
     STORE_ENV,
@@ -33,17 +34,6 @@ from labctl.store import (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-# figures `labctl runs show` prints per cell: (column, figure key or (kind, statistic) maximum over entities)
-SHOW_FIGURES: list[tuple[str, str | tuple[str, str]]] = [
-    ("boot mean s", "boot_time_s mean"),
-    ("boot max s", "boot_time_s max"),
-    ("retries mean", "retries mean"),
-    ("never booted", "never_booted count"),
-    ("copy mean s", "copy_s mean"),
-    ("CPU peak %", ("cpu_pct", "peak")),
-    ("queue peak", ("disk_queue_len", "peak")),
-]
 
 
 def store_option(f: F) -> F:
@@ -275,19 +265,21 @@ def show(ctx: click.Context, run: str, as_json: bool, store_url: str | None, res
     click.echo(f"code:     labctl {row.labctl_version or '-'} {row.git_commit or ''}")
     if row.folder:
         click.echo(f"folder:   {row.folder}")
+    # the figure columns of the plan kinds the run's cells belong to (a VDI run: desktops, logons,
+    # IOPS per desktop, the index; a 2007 run: boot times, retries, the servers' peaks)
+    cols = run_columns.columns(figures.cells[c.cell].scenario for c in cells)
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("cell", "outcome", "clients", *(name for name, _ in SHOW_FIGURES), "reason"):
+    for col in ("cell", "outcome", "clients", *(col.title for col in cols), "reason"):
         t.add_column(col, overflow="fold")
     for c in cells:
-        figs = figures.cells[c.cell].figures
-        shown = []
-        for _, key in SHOW_FIGURES:
-            if isinstance(key, str):
-                shown.append(_num(figs[key].value) if key in figs else "-")
-            else:
-                vals = [f.value for f in figs.values() if (f.kind, f.statistic) == key]
-                shown.append(_num(max(vals)) if vals else "-")
-        t.add_row(c.cell, c.outcome, str(c.clients), *shown, c.reason or "")
+        cell_figs = figures.cells[c.cell]
+        t.add_row(
+            c.cell,
+            c.outcome,
+            run_columns.clients(cell_figs, c.clients),
+            *run_columns.row(cols, cell_figs),
+            c.reason or "",
+        )
     print_table(t)
     return EXIT_OK
 
