@@ -54,6 +54,7 @@ from labctl.records.run_record import (
 )
 from labctl.records.samples import Sample
 from labctl.records.series import Series
+from labctl.report.headline import headline_text
 from labctl.scenarios.base import CellHead, Progress, Scenario, ScenarioResult
 
 if TYPE_CHECKING:
@@ -298,7 +299,8 @@ class CellRunner:
         assert self.progress is not None
         self.progress.cell_finished()
         line = verdict_line(record.cell, record.outcome, record.summary.reason, self.progress)
-        self.terminal.line(("\n" if first else "") + line)
+        headline = headline_text(record.summary.response_index)  # a VDI cell: read as VSImax is
+        self.terminal.line(("\n" if first else "") + line + (f"\n  index: {headline}" if headline else ""))
 
     @property
     def out(self) -> RunOutputs:
