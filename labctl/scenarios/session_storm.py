@@ -7,7 +7,8 @@ One cell per ``session_counts`` value: the first N desktops of the pool each get
 (``user_format``). Phases on one timeline with the hosts (vCenter) and, where recorded, the arrays:
 
 1. **prepare**: the launchers greeted (reachable, protocol, cursor); sessions an earlier run left
-   logged off.
+   logged off; with ``bring_up`` the desktops brought up through the lab first (unmeasured: the
+   simulated lab's desktops start off), then ``boot_settle_s``.
 2. **login**: users arrive through the launchers (:class:`~labctl.scenarios.vdi_sessions.LoginStorm`,
    every desktop taken as up); a session counts only once the workload inside it reports in.
 3. **steady**: ``steady_s`` of the sessions' workload.
@@ -36,6 +37,7 @@ from labctl.errors import BadInputError, LabctlError
 from labctl.inventory.model import Lab
 from labctl.lab.launchers import Launchers, open_launchers
 from labctl.lab.session import LabSession
+from labctl.lab.strategy import Goal
 from labctl.records.run_record import Window
 from labctl.scenarios.base import CellContext, Progress
 from labctl.scenarios.common import Phases
@@ -58,6 +60,11 @@ class SessionStormSettings(VdiStormSettings):
         min_length=1,
         max_length=64,
         description="the user of the n-th desktop (from 1): a str.format template with {n}",
+    )
+    bring_up: bool = Field(
+        False,
+        description="prepare brings the cell's desktops up through the lab (vCenter) first, unmeasured; "
+        "default: taken as up (a pool in use: its broker keeps them up)",
     )
     record_sources: list[SourceKind] | None = Field(
         None, description="kinds of the lab's sources recorded (default every one the lab offers)"
@@ -129,6 +136,12 @@ class SessionStorm(VdiStorm):
                     result.prepare_failed = f"launcher {name}: {why}"
                 else:
                     self._no_leftovers(lab, ctx, launchers, result)
+                if st.bring_up and not result.prepare_failed:  # e.g. the simulated lab's desktops, off
+                    up = lab.strategy.bring(desktops, Goal.READY, timeout_s=st.boot_timeout_s, stop=ctx.stop)
+                    if not up.ok and not ctx.stop.is_set():
+                        result.prepare_failed = f"bring_up: {up.describe()}"
+                    elif st.boot_settle_s > 0:  # the broker agents register after the guest is up
+                        lab.clock.sleep(st.boot_settle_s, ctx.stop)
             if result.prepare_failed or ctx.stop.is_set():
                 return result
             start = lab.clock.now()

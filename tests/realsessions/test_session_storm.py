@@ -44,7 +44,7 @@ def test_a_real_session_storm_fills_the_run_folder(rdp_lab, daemon_factory, sshd
     # fmt: off
     args = [
         sys.executable, "-m", "labctl", "run", "session_storm", "--lab", str(lab), "--profile", "quick",
-        "--param", "user_format=lcrdp{n}", "--param", "record_sources=[vcenter]",
+        "--param", "user_format=lcrdp{n}", "--param", "record_sources=[vcenter]", "--param", "steady_s=10",
         "--results-dir", str(results), "--no-report", "--no-store",
         "--junitxml", str(tmp_path / "junit.xml"),
     ]
