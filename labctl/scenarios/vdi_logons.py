@@ -34,7 +34,7 @@ def samples(pool: str, w: LogonWaterfall) -> list[Sample]:
 
 
 def percentiles(logons: Iterable[LogonWaterfall]) -> dict[str, float | int | str | None]:
-    """For a summary's ``extra``: ``logon_sessions``, ``logon_<phase>_p50_s`` / ``_p95_s`` per
+    """For a summary's ``extra``: ``logon_sessions``, ``logon_concurrent_max``, ``logon_<phase>_p50_s`` / ``_p95_s`` per
     measured phase (and the total), ``logon_<phase>_unmeasured`` (the reason) per phase no session
     measured. Phases in the launchers' order."""
     ws = list(logons)
@@ -47,6 +47,8 @@ def percentiles(logons: Iterable[LogonWaterfall]) -> dict[str, float | int | str
             else:
                 why.setdefault(ph.name, ph.why or "not measured")
     out: dict[str, float | int | str | None] = {"logon_sessions": len(ws)}
+    if ws:  # the concurrency these percentiles were taken at: logons under way at once, at most
+        out["logon_concurrent_max"] = concurrent_max(ws)
     for name, values in by_phase.items():
         out[f"logon_{name}_p50_s"] = round(rt_index.quantile(values, 0.5), 3)
         out[f"logon_{name}_p95_s"] = round(rt_index.quantile(values, 0.95), 3)
@@ -54,3 +56,13 @@ def percentiles(logons: Iterable[LogonWaterfall]) -> dict[str, float | int | str
         if name not in by_phase:
             out[f"logon_{name}_unmeasured"] = reason
     return out
+
+
+def concurrent_max(logons: Iterable[LogonWaterfall]) -> int:
+    """The most logons under way at one instant (launch to first operation)."""
+    edges = sorted(e for w in logons for e in ((w.launch_ts, 1), (w.launch_ts + w.total_s, -1)))
+    n = best = 0
+    for _, step in edges:  # an end sorts before a start at the same instant
+        n += step
+        best = max(best, n)
+    return best

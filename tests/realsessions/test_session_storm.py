@@ -62,7 +62,7 @@ def test_a_real_session_storm_fills_the_run_folder(rdp_lab, daemon_factory, sshd
     assert [p.name for p in cell.phases] == ["prepare", "login", "steady", "logoff"]
     # the waterfall: what RDP measures, and what it cannot with the reason
     x = cell.extra
-    assert x["logon_sessions"] == 4
+    assert x["logon_sessions"] == 4 and 1 <= x["logon_concurrent_max"] <= 4
     assert 0 < x["logon_protocol_connect_p50_s"] <= x["logon_protocol_connect_p95_s"] < x["logon_total_p95_s"]
     assert x["logon_first_operation_p95_s"] > 0 and x["logon_shell_ready_p95_s"] is not None
     assert "logon_profile_load_unmeasured" in x and "logon_machine_ready_unmeasured" in x

@@ -24,7 +24,8 @@ def test_phases_become_samples_at_the_launch_and_percentiles_with_the_unmeasured
     assert [(s.entity, s.source_ts, s.value) for s in connect] == [("pool", 100.0, 1.0), ("pool", 200.0, 3.0)]
     assert sum(1 for s in samples if s.metric == "logon_total_s") == 3
     p = vdi_logons.percentiles(ws)
-    assert p["logon_sessions"] == 3
+    assert p["logon_sessions"] == 3 and p["logon_concurrent_max"] == 1  # 100 s apart, ~11 s each
+    assert vdi_logons.concurrent_max([_w("a", 0.0, 1.0), _w("b", 5.0, 1.0), _w("c", 10.05, 1.0)]) == 2
     assert p["logon_protocol_connect_p50_s"] == 2.0 and p["logon_protocol_connect_p95_s"] == 2.9
     assert p["logon_total_p50_s"] == 12.0
     assert p["logon_profile_load_unmeasured"] == "not read on this desktop"
