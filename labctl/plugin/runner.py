@@ -209,7 +209,12 @@ class CellRunner:
         head = CellHead(cid, self.plan, scenario.name, self.env.configuration, scenario.parameters())
         recorder = Recorder(
             self.run_folder,
-            _sources(session, scenario.sample_interval_s(), scenario.poll_interval_s()),
+            _sources(
+                session,
+                scenario.sample_interval_s(),
+                scenario.poll_interval_s(),
+                scenario.recorded_sources(),
+            ),
             clock=session.clock,
             interval_s=scenario.poll_interval_s(),  # polled sources; typeperf streams at its own -si
             cell=cid,
@@ -379,11 +384,16 @@ def _bare(head: CellHead, outcome: Outcome, reason: str) -> CellSummary:
     )
 
 
-def _sources(session: Any, sample_interval_s: float, poll_interval_s: float) -> list[Any]:
+def _sources(
+    session: Any, sample_interval_s: float, poll_interval_s: float, kinds: frozenset[str] | None = None
+) -> list[Any]:
     """Every metric source the lab offers for a cell: typeperf streaming a row every
     ``sample_interval_s``, the polled ones (device status, BMC power, arrays) read every
-    ``poll_interval_s``."""
-    return list(session.sources.for_plan(interval_s=sample_interval_s, poll_interval_s=poll_interval_s))
+    ``poll_interval_s``; with ``kinds`` (the scenario's ``recorded_sources``), those kinds only."""
+    srcs = list(session.sources.for_plan(interval_s=sample_interval_s, poll_interval_s=poll_interval_s))
+    if kinds is None:
+        return srcs
+    return [s for s in srcs if str(getattr(s, "name", "")).partition(":")[0] in kinds]
 
 
 def _evidence_png(verdict: CriterionVerdict, series: Sequence[Series]) -> bytes:
