@@ -185,7 +185,7 @@ def up(
 
     previous = signal.signal(signal.SIGTERM, terminated)
     try:
-        sim = SimulatedLab(lab_file, configuration, faults, state_dir, twin=twin).start()
+        sim = SimulatedLab(lab_file, configuration, faults, state_dir, twin=twin, detach=True).start()
     finally:
         signal.signal(signal.SIGTERM, previous)
     for w in sim.warnings:

@@ -451,6 +451,28 @@ class VCenterClient:
                 out[str(p.get("name", obj._moId))] = obj
         return out
 
+    def hosts_in_maintenance(self) -> list[str]:
+        """The ESXi hosts in maintenance mode (``runtime.inMaintenanceMode``), by name."""
+        out = []
+        for dc in self._dcs.values() or self.datacenters():
+            paths = ["name", "runtime.inMaintenanceMode"]
+            for obj, p in self.retrieve(dc.hostFolder, vim.HostSystem, paths, "read host states"):
+                if p.get("runtime.inMaintenanceMode"):
+                    out.append(str(p.get("name", obj._moId)))
+        return sorted(out)
+
+    def vm_questions(self) -> dict[str, str]:
+        """VM name -> the question it waits on (``runtime.question``: ESXi stuns a VM whose
+        datastore is full and asks what to do), for every VM that has one."""
+        out = {}
+        for dc in self._dcs.values() or self.datacenters():
+            paths = ["name", "runtime.question"]
+            for obj, p in self.retrieve(dc.vmFolder, vim.VirtualMachine, paths, "read VM questions"):
+                q = p.get("runtime.question")
+                if q is not None:
+                    out[str(p.get("name", obj._moId))] = " ".join(str(getattr(q, "text", "") or "").split())
+        return out
+
     def datastores(self) -> dict[str, DatastoreInfo]:
         """Datastores by name with their volume id, capacity and free space."""
         out = {}

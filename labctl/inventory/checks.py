@@ -353,6 +353,9 @@ _VDI_NAMES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 # a launcher script path: a Windows path of plain words (it goes on the launcher's command line)
 _SCRIPT = re.compile(r"^(?:[A-Za-z]:)?[\\/]?(?:[A-Za-z0-9._ -]+[\\/])*[A-Za-z0-9._-]+$")
+# any other script is a command line (`labctl launcher --config F`) run by a POSIX shell: words of
+# plain characters, no shell operators, quotes or expansions
+_COMMAND = re.compile(r"^[A-Za-z0-9._/:=@+,\\-]+(?: [A-Za-z0-9._/:=@+,\\-]+)*$")
 
 
 def _vdi_names(data: dict[str, Any], out: list[Finding]) -> None:
@@ -380,12 +383,23 @@ def _vdi_names(data: dict[str, Any], out: list[Finding]) -> None:
     for i, launcher in enumerate(_list(vdi, "launchers")):
         access = launcher.get("access")
         script = access.get("script") if isinstance(access, dict) else None
-        if isinstance(script, str) and not _BAD_TEXT.search(script) and not _SCRIPT.match(script):
+        if not isinstance(script, str) or _BAD_TEXT.search(script):
+            continue
+        if script.lower().endswith(".ps1") and not _SCRIPT.match(script):
             out.append(
                 Finding(
                     ("vdi", "launchers", i, "access", "script"),
                     f"launcher script {shown(script)} is not a plain path",
                     r"write a path of letters, digits, '-', '_', '.' and spaces, e.g. C:\labctl\launcher.ps1",
+                )
+            )
+        elif not script.lower().endswith(".ps1") and not _COMMAND.match(script):
+            out.append(
+                Finding(
+                    ("vdi", "launchers", i, "access", "script"),
+                    f"launcher command {shown(script)} holds shell operators, quotes or expansions",
+                    "write plain words separated by single spaces, e.g. "
+                    "/opt/labctl/bin/labctl launcher --config /etc/labctl/launcher.yaml",
                 )
             )
 

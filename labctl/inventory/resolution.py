@@ -473,6 +473,7 @@ def _declare_machines(
             power=ss.power,
             tags=ss.tags,
             server_hardware=ss.hardware,
+            time_zone=ss.time_zone,
         )
         _check_power_endpoint(c, loc, m)
         out.append(Declared(m, loc, in_config(ss.configurations, loc)))

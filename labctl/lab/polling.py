@@ -10,9 +10,14 @@ per endpoint in flight in its own thread:
 - ``poll()`` starts a read on every endpoint that has none running and returns what finished
   (results of a slow read arrive with a later poll, stamped when they were taken) plus one error
   per endpoint that failed;
-- it waits, up to their deadline, only for the endpoints whose last read went well: an endpoint
-  that failed or ran past its deadline is *suspect* and is not waited for until it answers again,
-  so a BMC that hangs costs the others one deadline, once;
+- it waits only for the endpoints whose last read went well, for all of them up to
+  ``wait_wall_s`` (the poll interval); a read still out then is returned by a later poll, stamped
+  when it was taken. The first poll (a one-off read, the first TLS logins) waits longer if nobody
+  has answered by then: until the first answers (up to the deadline) and as long again for the
+  others. (A
+  poll that waited out a hanging endpoint's whole deadline started no read on the healthy ones
+  meanwhile: they lost a deadline's worth of samples.) An endpoint that failed or ran past its
+  deadline is *suspect* and is not waited for at all until it answers again;
 - a read still running past its ``deadline_wall_s`` is an error for that endpoint at every poll
   until it ends (no second read is started on it meanwhile, so a hung endpoint costs one thread);
 - a failed endpoint stays failed until a read of it succeeds: while its next read is under way,
@@ -24,7 +29,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
-from concurrent.futures import ALL_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -56,17 +61,21 @@ class EndpointPoller(Generic[E, R]):
         name: Callable[[E], str] = str,
         deadline_wall_s: float,
         deadline_text: str = "",
+        wait_wall_s: float | None = None,
     ):
         self.endpoints = list(endpoints)
         self._read = read
         self._name = name
         self.deadline_wall_s = deadline_wall_s
+        # how long one poll waits for the trusted endpoints (default: up to their deadline)
+        self.wait_wall_s = deadline_wall_s if wait_wall_s is None else min(wait_wall_s, deadline_wall_s)
         self.deadline_text = deadline_text or f"{deadline_wall_s:g} s"
         self._lock = threading.Lock()
         self._flight: dict[E, _InFlight[R]] = {}
         self._suspect: dict[E, str] = {}  # last read failed or overran (why): not waited for
         self._pool: ThreadPoolExecutor | None = None
         self._closed = False
+        self._first = True
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -82,6 +91,7 @@ class EndpointPoller(Generic[E, R]):
         if self._closed:
             raise RuntimeError("the poller is closed")
         now = time.monotonic()
+        first, self._first = self._first, False
         with self._lock:
             pool = self._executor()
             for ep in self.endpoints:
@@ -89,8 +99,17 @@ class EndpointPoller(Generic[E, R]):
                     self._flight[ep] = _InFlight(pool.submit(self._read, ep), now)
             trusted = [f for ep, f in self._flight.items() if ep not in self._suspect]
         if trusted:
-            until = max(f.started_wall_s for f in trusted) + self.deadline_wall_s
-            wait([f.future for f in trusted], timeout=max(0.0, until - now), return_when=ALL_COMPLETED)
+            futures = [f.future for f in trusted]
+            hard = max(f.started_wall_s for f in trusted) + self.deadline_wall_s
+            soft = now + self.wait_wall_s
+            done, pending = wait(futures, timeout=max(0.0, min(hard, soft) - now), return_when=ALL_COMPLETED)
+            if pending and not done and first:  # nobody answered yet: the first answer, up to the deadline
+                done, pending = wait(
+                    futures, timeout=max(0.0, hard - time.monotonic()), return_when=FIRST_COMPLETED
+                )
+                if pending and done:  # and as long again for the others (a login on each BMC)
+                    took = time.monotonic() - now
+                    wait(pending, timeout=max(0.0, min(hard, time.monotonic() + took) - time.monotonic()))
         results: dict[E, R] = {}
         errors: dict[E, str] = {}
         now = time.monotonic()

@@ -81,6 +81,12 @@ class LabEnvironment:
         key = cfg or ""
         if key not in self._snapshots:
             self._snapshots[key] = self._session.strategy.snapshot(lab.clients)
+            on = sorted(n for n, st in self._snapshots[key].items() if st in (State.ON, State.BOOTING))
+            if on:  # a dirty lab is said, not silently used: each cell turns its clients off first
+                self.say(
+                    f"found {len(on)} client(s) on before the run ({_selector(on)}): each cell turns "
+                    "its clients off first, and the run turns these on again at its end"
+                )
         if not self.versions:
             self.versions = read_versions(self._session)
         return self._session
@@ -102,6 +108,13 @@ class LabEnvironment:
                 running = SimulatedLab.attach()
             except SimNotRunningError:
                 running = None
+            if running is not None and running.running and running.state.orphaned:
+                self.say(  # a dirty lab is said, and never attached to
+                    f"found a simulated lab left running by a run that ended without stopping it "
+                    f"(pid {running.state.owner_pid}): stopping it and starting a fresh one"
+                )
+                running.stop()
+                running = None
             if running is not None and running.running:
                 state = running.state
                 same_file = Path(state.lab_file).resolve() == lab_file
@@ -116,7 +129,7 @@ class LabEnvironment:
                     "stop it with `labctl sim down`, or run the plan with --lab-config "
                     f"{state.configuration}"
                 )
-            sim = SimulatedLab(lab_file, cfg).start()
+            sim = SimulatedLab(lab_file, cfg).start()  # tied to this run: stopped with it, even if killed
             self.sim_startups_s.append(sim.state.startup_s)
             self._sim, self._owned_sim = sim, True
         assert isinstance(self._sim, SimulatedLab)

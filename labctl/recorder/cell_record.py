@@ -84,6 +84,24 @@ def _unexpected_power(recorder: Recorder, cell: str, window: Window | None) -> s
     return "power changed outside the run: " + ", ".join(parts) + more
 
 
+CONTROLLER_UP = "controller_up"  # metric of an array's controller: 1 serving, 0 failed
+
+
+def _failed_controllers(recorder: Recorder, cell: str, window: Window | None) -> list[str]:
+    """``array controller arr-1/ctrl:spb failed at t = 45 s`` for each array controller whose
+    ``controller_up`` series reads 0 in the window (a failover: its peer serves its volumes)."""
+    out = []
+    lo, hi = window.as_tuple() if window is not None else (-float("inf"), float("inf"))
+    for series in recorder.series(cell=cell, metric=CONTROLLER_UP):
+        down = [t for t, v in zip(series.ts, series.values, strict=True) if v < 0.5 and lo <= t <= hi]
+        if down:
+            out.append(
+                f"array controller {series.entity} failed at {_rel(down[0], window)} "
+                "(a failover: its peer serves its volumes)"
+            )
+    return out
+
+
 def _restore_problem(s: CellSummary) -> str:
     r = s.restore
     if r is None or r.ok:
@@ -99,7 +117,51 @@ def _faults(recorder: Recorder, window: Window | None) -> list[SourceFault]:
     return recorder.source_faults(since_ts=span[0], until_ts=span[1])
 
 
-def cell_reason(parts: Sequence[tuple[Outcome, str]], faults: Sequence[SourceFault] = ()) -> str:
+# An endpoint whose source failed this many reads in a cell's window, and was still failing when
+# the window ended (or failed for half of it), is a lab fault of the cell, named in its reason: a
+# BMC that answers 503 or hangs, an array or vCenter that stops answering. Fewer failed reads, or a
+# short outage it recovered from (a slow answer on a loaded machine, which a simulated lab's time
+# scale stretches to minutes of lab time), are only listed beside another fault.
+FAILED_READS_FAULT = 3
+OUTAGE_SHARE_FAULT = 0.5
+# what an endpoint of a source is, by the source's name before the colon, for the reason
+_THINGS = {
+    "redfish": "BMC",
+    "ipmi": "BMC",
+    "pvs": "streaming server",
+    "storage": "array",
+    "vcenter": "vCenter",
+    "typeperf": "server",
+}
+
+
+def _is_fault(f: SourceFault, window: Window | None) -> bool:
+    if f.count < FAILED_READS_FAULT:
+        return False
+    end = window.end_ts_s if window is not None else float("inf")
+    if f.recovered_ts is None or f.recovered_ts >= end:  # still failing when the window ended
+        return True
+    start = max(f.first_ts, window.start_ts_s) if window is not None else f.first_ts
+    return window is not None and f.recovered_ts - start >= OUTAGE_SHARE_FAULT * window.duration_s
+
+
+def endpoint_faults(faults: Sequence[SourceFault], window: Window | None = None) -> list[str]:
+    """One line per endpoint that kept failing its source (see :data:`FAILED_READS_FAULT`):
+    ``BMC infra-01 failed 12 reads (redfish:power): <its last error>``."""
+    out = []
+    for f in sorted(faults, key=lambda f: (-f.count, f.source, f.endpoint)):
+        if not _is_fault(f, window):
+            continue
+        thing = _THINGS.get(f.source.split(":", 1)[0], "endpoint")
+        who = f.endpoint or (f.source.split(":", 1)[1] if ":" in f.source else f.source)
+        back = ", then answered again" if f.recovered else ""
+        out.append(f"{thing} {who} failed {f.count} reads ({f.source}{back}): {f.error}")
+    return out
+
+
+def cell_reason(
+    parts: Sequence[tuple[Outcome, str]], faults: Sequence[SourceFault] = (), window: Window | None = None
+) -> str:
     """One line: the worst part's message; a second part at fail or worse after ``also:``; the
     endpoints that failed their sources when data is missing."""
     bad = [(o, m) for o, m in parts if o is not Outcome.PASS and m]
@@ -110,19 +172,16 @@ def cell_reason(parts: Sequence[tuple[Outcome, str]], faults: Sequence[SourceFau
     others = [m for o, m in ranked[1:] if o.severity >= Outcome.FAIL.severity and m != text]
     if others:
         text += f"; also: {others[0]}"
-    if faults and outcome in (Outcome.NO_DATA, Outcome.LAB_FAULT, Outcome.ERROR):
-        text += " (source errors: " + "; ".join(f.text() for f in faults[:3]) + ")"
+    minor = [f for f in faults if not _is_fault(f, window)]  # the others are parts of their own
+    if minor and outcome in (Outcome.NO_DATA, Outcome.LAB_FAULT, Outcome.ERROR):
+        text += " (source errors: " + "; ".join(f.text() for f in minor[:3]) + ")"
     return _one_line(text)
 
 
 def _verdict_parts(verdict: CellVerdict | None) -> list[tuple[Outcome, str]]:
     if verdict is None:
         return []
-    return [
-        (c.outcome, c.message)
-        for c in verdict.criteria
-        if c.outcome is not Outcome.PASS and (c.required or c.outcome is not Outcome.NO_DATA)
-    ]
+    return [(c.outcome, c.message) for c in verdict.criteria if c.outcome is not Outcome.PASS and c.counts]
 
 
 def judged_record(
@@ -141,15 +200,25 @@ def judged_record(
     window = summary.window
     s = summary.model_copy(update={"metrics": recorder.summaries(summary.cell, window)})
     verdict = criteria.judge(recorder, s, names=names, window=window) if criteria is not None else None
-    parts: list[tuple[Outcome, str]] = [(s.outcome, s.reason or f"the scenario says {s.outcome.value}")]
+    source_faults = _faults(recorder, window)
+    # the endpoints that kept failing come first: they are the cause of what the scenario saw after
+    # (a vCenter that died first, then the restore through it)
+    parts: list[tuple[Outcome, str]] = [
+        (Outcome.LAB_FAULT, p) for p in endpoint_faults(source_faults, window) if p not in s.reason
+    ]
+    parts.append((s.outcome, s.reason or f"the scenario says {s.outcome.value}"))
     parts += _verdict_parts(verdict)
-    for problem in (_unexpected_power(recorder, s.cell, window), *lab_faults):
-        if problem and problem != s.reason:
+    for problem in (
+        *_failed_controllers(recorder, s.cell, window),
+        _unexpected_power(recorder, s.cell, window),
+        *lab_faults,
+    ):
+        if problem and problem not in s.reason:
             parts.append((Outcome.LAB_FAULT, problem))
     outcome = worst([s.outcome, *(o for o, _ in parts if o is not Outcome.PASS)])
     if verdict is not None:
         outcome = worst([outcome, verdict.outcome])
-    reason = cell_reason(parts, _faults(recorder, window)) if outcome is not Outcome.PASS else ""
+    reason = cell_reason(parts, source_faults, window) if outcome is not Outcome.PASS else ""
     # a failed restore after a measured window keeps the verdict; whether it also fails the cell is
     # the scenario's call (its own outcome), but it is always said
     restore = _restore_problem(s)
@@ -207,6 +276,9 @@ def broken_record(
     restore = _restore_problem(s)
     if restore:
         parts.append((Outcome.LAB_FAULT, restore))
+    source_faults = _faults(recorder, window)
+    parts += [(Outcome.LAB_FAULT, f) for f in endpoint_faults(source_faults, window)]
+    parts += [(Outcome.LAB_FAULT, f) for f in _failed_controllers(recorder, s.cell, window)]
     final = worst([outcome, *(o for o, _ in parts)])  # interrupted and error outrank all else
-    reason = cell_reason([(final, why), *(p for p in parts if p[1] != why)], _faults(recorder, window))
+    reason = cell_reason([(final, why), *(p for p in parts if p[1] != why)], source_faults, window)
     return CellRecord(summary=s.model_copy(update={"outcome": final, "reason": reason}), verdict=verdict)

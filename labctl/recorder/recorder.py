@@ -69,6 +69,7 @@ class SourceFault:
     count: int  # failed reads
     cell: str  # the cell current at the first failure
     recovered: bool = False  # a later read of the endpoint succeeded
+    recovered_ts: float | None = None  # lab time it answered again
 
     def text(self) -> str:
         where = self.endpoint or self.source
@@ -474,7 +475,15 @@ class Recorder:
             for k in back:
                 f = self._faults.pop(k)
                 done = SourceFault(
-                    f.source, f.endpoint, f.error, f.first_ts, f.last_ts, f.count, f.cell, True
+                    f.source,
+                    f.endpoint,
+                    f.error,
+                    f.first_ts,
+                    f.last_ts,
+                    f.count,
+                    f.cell,
+                    True,
+                    self.clock.now(),
                 )
                 self._past_faults.append(done)
                 recovered.append(done)

@@ -201,6 +201,7 @@ class StormResult(ScenarioResult):
     phases: list[Phase] = field(default_factory=list)
     restore: RestoreOutcome | None = None
     prepare_failed: str = ""  # the lab could not be brought to the cell's starting state
+    broke_off: str = ""  # the lab failed the cell after it started (phase: error), e.g. vCenter died
     unread: dict[str, str] = field(default_factory=dict)  # streaming server -> why it could not be read
     stopped: bool = False  # ended early by an interrupt
 
@@ -214,6 +215,8 @@ class StormResult(ScenarioResult):
         faults = []
         if self.prepare_failed:
             faults.append(f"prepare: {self.prepare_failed}")
+        if self.broke_off:
+            faults.append(self.broke_off)
         blame = blame_streaming_server(self.unread, self.clients, self.blame_role)
         if blame:
             faults.append(blame)
@@ -225,8 +228,13 @@ class StormResult(ScenarioResult):
         faults = self.lab_faults()
         notes = list(faults)
         if self.restore is not None and not self.restore.ok:
-            notes.append(f"restore failed: {self.restore.detail}")
-            if self.settings.restore_failure == "lab_fault":
+            left = self.restore.left_on
+            on = f"; left on: {', '.join(left[:8])}{' ...' if len(left) > 8 else ''}" if left else ""
+            notes.append(
+                f"restore failed: {self.restore.detail or 'not every machine reached its state'}{on}"
+            )
+            # every storm's settings carry the policy; one that does not is held to the default
+            if getattr(self.settings, "restore_failure", "lab_fault") == "lab_fault":
                 faults.append(notes[-1])
         return CellSummary(
             cell=head.cell,

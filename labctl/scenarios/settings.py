@@ -64,6 +64,16 @@ GroupName = Annotated[
 ]
 
 
+RestoreFailure = Literal["note", "lab_fault"]
+# A restore that leaves a machine on is never a silent green: by default the cell is a lab fault
+# (its measured verdicts kept) and the run exits 1; `note` is the explicit choice to keep it green.
+RESTORE_FAILURE_HELP = (
+    "a restore that fails after a fully measured window (a machine left on): `lab_fault` keeps the "
+    "measured verdict and makes the cell a lab fault (the run exits 1); `note` keeps the cell's "
+    "outcome and only says it in the reason (the next cell's prepare fails if the machines stay on)"
+)
+
+
 class Settings(BaseModel):
     """Base of every scenario's and plan's parameter model: unknown names are refused, values frozen."""
 
@@ -104,14 +114,7 @@ class ScenarioSettings(Settings):
             "client that is on answers SSH); one that fails is quarantined and left out of the cell"
         ),
     )
-    restore_failure: Literal["note", "lab_fault"] = Field(
-        "note",
-        description=(
-            "a restore that fails after a fully measured window: `note` keeps the measured verdict and "
-            "adds the failure beside it (the next cell's prepare fails if the machines stay on); "
-            "`lab_fault` also makes the cell a lab fault"
-        ),
-    )
+    restore_failure: RestoreFailure = Field("lab_fault", description=RESTORE_FAILURE_HELP)
 
     def group_problems(self, lab: Lab, needed: int, what: str) -> list[str]:
         """``needed`` clients do not fit the lab's ``clients`` group: one line with the fix."""

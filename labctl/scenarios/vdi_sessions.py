@@ -58,6 +58,9 @@ class SessionBook:
     logged_on: dict[str, float] = field(default_factory=dict)  # session -> when it became active
     login_s: dict[str, float] = field(default_factory=dict)  # session -> its logon's duration
     ended: dict[str, float] = field(default_factory=dict)  # session -> when it logged off / ended
+    # sessions the launchers report that this storm did not start (left by an earlier run): never
+    # counted as the cell's, logged off when seen
+    foreign: dict[str, SessionEvent] = field(default_factory=dict)
 
     def spans(self) -> list[rt_index.SessionSpan]:
         """Each session's logged-on span, for counting sessions over time (a session that never
@@ -83,6 +86,9 @@ class SessionBook:
         samples: list[Sample] = []
         changed = []
         for e in p.sessions:
+            if e.session not in self.latest:  # not one of this storm's (those are booked at start)
+                self.foreign[e.session] = e
+                continue
             prev = self.latest.get(e.session)
             if prev is not None and prev.state is e.state:
                 continue
@@ -101,6 +107,8 @@ class SessionBook:
             if e.state in TERMINAL:
                 launchers.release(e.session)
         for op in p.operations:
+            if op.session not in self.latest:
+                continue
             self.operations.append(op)
             for g in ("all", self.groups.get(op.name)):
                 if g:
@@ -296,3 +304,93 @@ def log_off(
             ]
         clock.sleep(poll_s, ctx.stop)
     return []
+
+
+def leave_no_session(
+    lab: LabSession,
+    ctx: CellContext,
+    launchers: Launchers,
+    book: SessionBook,
+    timeout_s: float = 300.0,
+    poll_s: float = 5.0,
+) -> list[str]:
+    """An interrupted storm logs every session it started off, waiting (lab time) until they end
+    unless a second interrupt (``ctx.abort``) says not to wait: the next storm must not find them.
+    Returns what is left behind, one line each (empty when every session ended)."""
+    clock = lab.clock
+    on = [sid for sid, e in book.latest.items() if e.state not in TERMINAL]
+    if not on:
+        return []
+    ctx.progress(Progress("restore", 0, len(on), note=f"logging {len(on)} sessions off"))
+    errors = [f"launcher {n}: {why}" for n, why in launchers.logoff(on).items()]
+    lab.timeline.append("sessions.logoff", book.pool, sessions=len(on), reason="interrupted")
+    end = clock.now() + timeout_s
+    left = on
+    while not ctx.abort.is_set():
+        try:
+            book.absorb(lab, ctx, launchers)
+        except LabctlError as exc:
+            return [*errors, f"the launchers could not be read: {exc}"]
+        left = [sid for sid in on if book.latest[sid].state not in TERMINAL]
+        if not left or clock.now() > end:
+            break
+        clock.sleep(poll_s, ctx.abort)
+    if left and ctx.abort.is_set():
+        return [*errors, f"{len(left)} sessions told to log off, not waited for (second interrupt)"]
+    return [*errors, *(f"{sid} on {book.latest[sid].desktop} did not log off" for sid in left)]
+
+
+def clean_leftover_sessions(
+    lab: LabSession, ctx: CellContext, launchers: Launchers, timeout_s: float = 300.0, poll_s: float = 5.0
+) -> tuple[list[SessionEvent], str]:
+    """Before a storm: sessions the launchers still run that this storm did not start (an earlier
+    run killed before it could log them off) are logged off, so they are neither counted as the
+    cell's nor load its desktops. Returns ``(the leftovers, why they could not all be ended)``;
+    the second is '' when none is left."""
+    clock = lab.clock
+    found: dict[str, SessionEvent] = {}
+    for ln in launchers.launchers.values():
+        batch = launchers.backend(ln).events(ln, 0)  # the launcher's whole journal: every session
+        for e in batch.sessions:
+            found[e.session] = e
+    left = {sid: e for sid, e in found.items() if e.state not in TERMINAL}
+    if not left:
+        return [], ""
+    leftovers = list(left.values())
+    by: dict[str, list[str]] = {}
+    for e in leftovers:
+        by.setdefault(e.launcher, []).append(e.session)
+    lab.timeline.append("sessions.leftover", "launchers", sessions=len(leftovers), launchers=sorted(by))
+    for name, ids in by.items():
+        owner = launchers.launchers.get(name)
+        if owner is not None:
+            launchers.backend(owner).logoff(owner, ids)
+    end = clock.now() + timeout_s
+    while not ctx.stop.is_set():
+        states: dict[str, SessionEvent] = {}
+        for name in by:
+            owner = launchers.launchers[name]
+            for e in launchers.backend(owner).events(owner, 0).sessions:
+                states[e.session] = e
+        still = [sid for sid in left if sid in states and states[sid].state not in TERMINAL]
+        if not still:
+            return leftovers, ""
+        if clock.now() > end:
+            return (
+                leftovers,
+                f"{len(still)} of them did not log off within {timeout_s:g} lab s ({', '.join(still[:5])})",
+            )
+        clock.sleep(poll_s, ctx.stop)
+    return leftovers, "interrupted while they logged off"
+
+
+def describe_leftovers(leftovers: Sequence[SessionEvent]) -> str:
+    """``5 sessions this storm did not start (vsi-01: 3, vsi-02: 2; desktops d-0001, ...)``."""
+    per: dict[str, int] = collections.Counter(e.launcher for e in leftovers)
+    desks = sorted({e.desktop for e in leftovers})
+    more = " ..." if len(desks) > 5 else ""
+    return (
+        f"{len(leftovers)} sessions this storm did not start ("
+        + ", ".join(f"{n}: {k}" for n, k in sorted(per.items()))
+        + f"; desktops {', '.join(desks[:5])}{more})"
+    )

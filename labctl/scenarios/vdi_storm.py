@@ -38,6 +38,7 @@ from labctl.lab.launchers import Launchers, SessionState, open_launchers
 from labctl.lab.power import State
 from labctl.lab.session import LabSession
 from labctl.lab.strategy import Goal
+from labctl.lab.vdi_state import read_vdi_state
 from labctl.records import rt_index
 from labctl.records.run_record import (
     CellSummary,
@@ -51,8 +52,25 @@ from labctl.scenarios import vdi_derive as D
 from labctl.scenarios import vdi_metrics as M
 from labctl.scenarios.base import CellContext, CellHead, Progress, Scenario
 from labctl.scenarios.common import Phases, StormResult, restore
-from labctl.scenarios.settings import Count, LabSeconds, SampleInterval, Settings
-from labctl.scenarios.vdi_sessions import LoginStorm, Pacing, SessionBook, log_off, work
+from labctl.scenarios.settings import (
+    RESTORE_FAILURE_HELP,
+    Count,
+    LabSeconds,
+    RestoreFailure,
+    SampleInterval,
+    Settings,
+)
+from labctl.scenarios.vdi_sessions import (
+    TERMINAL,
+    LoginStorm,
+    Pacing,
+    SessionBook,
+    clean_leftover_sessions,
+    describe_leftovers,
+    leave_no_session,
+    log_off,
+    work,
+)
 
 PhaseName = Literal["boot", "idle", "login", "steady", "logoff"]
 PHASES: tuple[PhaseName, ...] = ("boot", "idle", "login", "steady", "logoff")
@@ -133,6 +151,7 @@ class VdiStormSettings(Settings):
     seed: int = Field(2012, description="the broker's random order of desktops")
     prepare_timeout_s: LabSeconds = Field(900.0, description="every desktop off, lab seconds")
     restore_timeout_s: LabSeconds = Field(900.0, description="the restore, lab seconds")
+    restore_failure: RestoreFailure = Field("lab_fault", description=RESTORE_FAILURE_HELP)
     poll_interval_s: SampleInterval = Field(
         10.0, description="lab seconds between reads of arrays and vCenter"
     )
@@ -215,6 +234,13 @@ class VdiStormResult(StormResult):
     index: rt_index.IndexResult | None = None
     book: SessionBook | None = None
     login_failures: list[str] = field(default_factory=list)
+    logoff_failed: list[str] = field(
+        default_factory=list
+    )  # sessions that did not log off, launchers not told
+    lab_state: list[str] = field(
+        default_factory=list
+    )  # what vCenter says is wrong: hosts, datastores, desktops
+    leftover_sessions: int = 0  # sessions an earlier run left on the launchers, logged off in prepare
 
     def figure(self, phase: str, array: str = "") -> PhaseFigures | None:
         return next((f for f in self.figures if f.phase == phase and f.array == array), None)
@@ -223,11 +249,38 @@ class VdiStormResult(StormResult):
         return {"desktops": len(self.desktops), "sessions": self.users, "arrays": len(self.arrays)}
 
     def lab_faults(self) -> list[str]:
-        faults = super().lab_faults()
+        """What the lab did that the desktops' figures cannot answer for, each naming the thing: the
+        hosts, datastores and stunned desktops vCenter reports first (the cause), then logons the
+        launchers report failed, sessions that did not log off, launchers that could not be read."""
+        faults = [*self.lab_state, *super().lab_faults()]
+        failed = self.failed_logons()
+        if failed:
+            names = sorted(failed)
+            more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+            faults.append(
+                f"logon failed on {len(names)} desktop(s) ({', '.join(names[:5])}{more}): {failed[names[0]]}"
+            )
+        if self.logoff_failed:
+            more = f" (and {len(self.logoff_failed) - 3} more)" if len(self.logoff_failed) > 3 else ""
+            faults.append(f"logoff: {'; '.join(self.logoff_failed[:3])}{more}")
         if self.book is not None and self.book.poll_errors:
             name, why = next(iter(self.book.poll_errors.items()))
             faults.append(f"launcher {name} could not be read: {why}")
+        running = [e for e in (self.book.foreign.values() if self.book else ()) if e.state not in TERMINAL]
+        if running:
+            faults.append(f"the launchers ran {describe_leftovers(running)} during the storm (not counted)")
         return faults
+
+    def failed_logons(self) -> dict[str, str]:
+        """Desktop -> why, for every logon its launcher reported failed (the desktop rejected the
+        user, the session broke): a lab fault, unlike a user who found no desktop in time."""
+        if self.book is None:
+            return {}
+        return {
+            e.desktop: e.reason or "the launcher reports the logon failed"
+            for e in self.book.latest.values()
+            if e.state is SessionState.FAILED
+        }
 
     def extra(self) -> dict[str, float | int | str | bool | None]:
         out: dict[str, float | int | str | bool | None] = {
@@ -236,6 +289,7 @@ class VdiStormResult(StormResult):
             "prebooted_pct": self.prebooted_pct,
             "booted_on_demand": self.on_demand,
             "failed_sessions": len(self.login_failures),
+            "leftover_sessions": self.leftover_sessions,
         }
         for f in self.figures:
             if not f.array and f.iops_per_desktop is not None:
@@ -329,15 +383,22 @@ class VdiStorm(Scenario):
         try:
             with phases(ctx, "prepare", f"all {len(desktops)} desktops off; greet the launchers"):
                 ctx.progress(Progress("prepare", 0, len(desktops)))
-                prep = lab.strategy.bring(desktops, Goal.OFF, timeout_s=st.prepare_timeout_s, stop=ctx.stop)
-                if not prep.ok and not ctx.stop.is_set():
-                    result.prepare_failed = prep.describe()
-                if "login" in st.phases and not result.prepare_failed:
+                # the launchers first: sessions an earlier run left are logged off before their
+                # desktops are powered off under them
+                if "login" in st.phases:
                     launchers = open_launchers(lab, pool)
                     bad = launchers.hello()
                     if bad:
                         name, why = next(iter(bad.items()))
                         result.prepare_failed = f"launcher {name}: {why}"
+                    else:
+                        self._no_leftovers(lab, ctx, launchers, result)
+                if not result.prepare_failed:
+                    prep = lab.strategy.bring(
+                        desktops, Goal.OFF, timeout_s=st.prepare_timeout_s, stop=ctx.stop
+                    )
+                    if not prep.ok and not ctx.stop.is_set():
+                        result.prepare_failed = prep.describe()
                 if "boot" not in st.phases and pre and not result.prepare_failed:
                     up = lab.strategy.bring(pre, Goal.READY, timeout_s=st.boot_timeout_s, stop=ctx.stop)
                     if not up.ok and not ctx.stop.is_set():
@@ -386,30 +447,62 @@ class VdiStorm(Scenario):
                         work(lab, ctx, launchers, book, st.steady_s, st.session_poll_s, "steady")
                 elif name == "logoff" and launchers is not None:
                     with phases(ctx, "logoff", "every session logs off"):
-                        result.unread.update(
-                            {
-                                f"logoff {k}": v
-                                for k, v in enumerate(
-                                    log_off(lab, ctx, launchers, book, st.logoff_timeout_s, st.session_poll_s)
-                                )
-                            }
+                        result.logoff_failed = log_off(
+                            lab, ctx, launchers, book, st.logoff_timeout_s, st.session_poll_s
                         )
             result.window = Window(start_ts_s=start, end_ts_s=lab.clock.now())
             self._derive(lab, ctx, result)
-        except LabctlError as exc:
-            result.prepare_failed = result.prepare_failed or str(exc)
+        except LabctlError as exc:  # the lab failed the cell (vCenter died, ...): said, never lost
+            current = next((p.name for p in reversed(phases.items)), "prepare")
+            if current == "prepare":
+                result.prepare_failed = result.prepare_failed or str(exc)
+            else:
+                result.broke_off = f"{current} broke off: {exc}"
         finally:
             result.stopped = ctx.stop.is_set()
             if result.window is None and lab.clock.now() > start:
                 result.window = Window(start_ts_s=start, end_ts_s=lab.clock.now())
             if launchers is not None:
+                if result.stopped and result.book is not None:  # interrupted: no session left behind
+                    result.logoff_failed = leave_no_session(lab, ctx, launchers, result.book)
                 launchers.close()
+            if not ctx.abort.is_set():  # a second interrupt: no more waiting on the lab
+                result.lab_state = self._lab_state(lab, desktops)
             with phases(ctx, "restore", f"restore: the {len(desktops)} desktops off"):
                 ctx.progress(Progress("restore"))
                 result.restore = restore(
                     lab, {d: State.OFF for d in desktops}, st.restore_timeout_s, ctx.abort
                 )
         return result
+
+    def _no_leftovers(
+        self, lab: LabSession, ctx: CellContext, launchers: Launchers, result: VdiStormResult
+    ) -> None:
+        """Sessions the launchers still run that this storm did not start are logged off before
+        it (and said: timeline, display, the summary's ``leftover_sessions``); if they will not
+        end, the storm refuses to start rather than count them as its own."""
+        st = self.settings
+        leftovers, stuck = clean_leftover_sessions(
+            lab, ctx, launchers, st.logoff_timeout_s, st.session_poll_s
+        )
+        if not leftovers:
+            return
+        what = describe_leftovers(leftovers)
+        result.leftover_sessions = len(leftovers)
+        if stuck:
+            result.prepare_failed = f"the launchers run {what}: {stuck}; log them off and run again"
+            return
+        ctx.progress(Progress("cleanup", note=f"found {what}: logged them off before the storm"))
+        launchers.hello()  # the cursor after their logoff: the storm reads only what follows
+
+    @staticmethod
+    def _lab_state(lab: LabSession, desktops: list[str]) -> list[str]:
+        """What vCenter says is wrong with the cell's hosts, datastores and desktops now (a vCenter
+        that cannot be read is named by the recorder, as a source that kept failing)."""
+        try:
+            return read_vdi_state(lab, desktops).faults()
+        except LabctlError as exc:
+            return [f"the desktops' state could not be read from vCenter: {exc}"]
 
     def _boot(self, lab: LabSession, ctx: CellContext, pre: list[str], result: VdiStormResult) -> None:
         st, clock = self.settings, lab.clock

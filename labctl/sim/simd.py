@@ -56,8 +56,7 @@ from labctl.sim.vcenter.topology import fault_entries, topology
 
 log = logging.getLogger("labctl.sim.simd")
 
-# Endpoint kinds and the module whose build_endpoints(ctx) makes them. A module that does not
-# exist yet is skipped with a note in the ready report (and `labctl sim status`).
+# Endpoint kinds and the module whose build_endpoints(ctx) makes them.
 BUILDERS: tuple[tuple[str, str], ...] = (
     ("wol", "labctl.sim.wol"),
     ("redfish", "labctl.sim.redfish"),
@@ -123,14 +122,7 @@ class Simulator:
     # --- start ---------------------------------------------------------------------------------
     def build(self) -> None:
         for kind, module in BUILDERS:
-            try:
-                mod = importlib.import_module(module)
-            except ModuleNotFoundError as exc:
-                if exc.name and module.startswith(exc.name):
-                    self.skipped.append({"kind": kind, "reason": f"{module} is not built yet"})
-                    log.warning("skipping %s endpoints: %s is not built yet", kind, module)
-                    continue
-                raise
+            mod = importlib.import_module(module)
             eps = list(mod.build_endpoints(self.ctx))
             log.info("%s: %d endpoint(s)", kind, len(eps))
             self.endpoints.extend(eps)

@@ -53,6 +53,7 @@ from labctl.sim.state import (
     remove_state,
     resolve_state_dir,
     stop_processes,
+    tie_to_parent,
     up_lock,
     write_state,
 )
@@ -212,6 +213,10 @@ class SimulatedLab:
     ``"KIND:TARGET[,TARGET]"`` strings as `labctl sim up --fault` takes them. ``state_dir`` defaults
     to ``$LABCTL_STATE_DIR`` or the project's `.labctl/sim/`. ``twin`` is ``auto`` (the physical
     twin if built, else the placeholder), ``placeholder`` or ``physical``.
+
+    The processes live and die with the process that starts them (``prctl(PR_SET_PDEATHSIG)``:
+    a run that is SIGKILLed leaves no simulator behind), unless ``detach`` (`labctl sim up`: the
+    lab outlives the command, until `labctl sim down`).
     """
 
     def __init__(
@@ -223,7 +228,9 @@ class SimulatedLab:
         *,
         twin: str = "auto",
         startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
+        detach: bool = False,
     ):
+        self.detach = detach
         self.lab_file = Path(lab_file) if lab_file is not None else default_lab_file()
         self.configuration = configuration
         self.faults: list[FaultSpec | str] = list(faults)
@@ -321,9 +328,9 @@ class SimulatedLab:
         with up_lock(self.state_dir):
             existing = read_state(self.state_dir)
             if existing is not None:
-                if any(is_running(p) for p in existing.processes):
+                if any(is_running(p) for p in existing.processes) and not existing.orphaned:
                     raise SimAlreadyRunningError(existing)
-                # a stale state file (crashed, rebooted): nothing of it runs any more
+                # a stale state file (crashed, rebooted), or a lab whose run was killed: stop it all
                 stop_processes(existing.processes)
                 remove_state(self.state_dir)
             lab = self.lab
@@ -347,13 +354,20 @@ class SimulatedLab:
         ready_file = self.state_dir / SIMD_READY_FILE
         ready_file.unlink(missing_ok=True)
 
+        # tied to this process's life unless detached (one preexec_fn for both kinds of process)
+        tie = None if self.detach else tie_to_parent()
         # the vCenter simulators first (they take ~0.1 s), then the simulator process
         vcsims: list[VcsimLaunch] = []
         for vc in lab.vcenters.values():
             if not any(m.vcenter == vc.name for m in lab.vms):
                 continue
             launch = launch_vcenter(
-                lab, vc, password=secrets.values.get(vc.password, ""), state_dir=self.state_dir, faults=specs
+                lab,
+                vc,
+                password=secrets.values.get(vc.password, ""),
+                state_dir=self.state_dir,
+                faults=specs,
+                preexec_fn=tie,
             )
             self._children[launch.process.pid] = launch.process
             self._records.append(
@@ -388,6 +402,7 @@ class SimulatedLab:
                 start_new_session=True,
                 close_fds=True,
                 cwd=self.state_dir,
+                preexec_fn=tie,  # only prctl and getppid after the fork
             )
         self._children[simd.pid] = simd
         self._records.insert(0, ProcessRecord("simd", simd.pid, marker, str(log_path)))
@@ -432,6 +447,7 @@ class SimulatedLab:
             faults=[f.model_dump_json() if isinstance(f, FaultSpec) else f for f in self.faults],
             control=dict(report.get("control", {})),
             started_at=anchor,
+            owner_pid=0 if self.detach else os.getpid(),
         )
         self._state = state
         bad = [h for h in self.health() if not h.ok]

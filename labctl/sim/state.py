@@ -14,13 +14,15 @@ dirs).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import json
 import os
 import signal
 import subprocess
+import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,7 +89,15 @@ class SimState:
     control: dict[str, Any] = field(default_factory=dict)  # simd's control port: host, port, token
     started_at: float = 0.0
     startup_s: float = 0.0
+    # the process the simulator lives and dies with (a `labctl run` that started it; its processes
+    # get SIGTERM when it dies); 0: detached (`labctl sim up`), it runs until `labctl sim down`
+    owner_pid: int = 0
     version: int = STATE_VERSION
+
+    @property
+    def orphaned(self) -> bool:
+        """Started by a process that is gone (killed before it could stop it): nobody owns it."""
+        return self.owner_pid > 0 and not pid_alive(self.owner_pid)
 
     @property
     def clock(self) -> LabClock:
@@ -196,6 +206,40 @@ def cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def pid_alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    st = _proc_state(pid)
+    return st is not None and st not in ("Z", "X")
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def tie_to_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that ties a child to this process's life: the kernel sends it SIGTERM when
+    the thread that started it ends (``prctl(PR_SET_PDEATHSIG)``; kept across exec, so it works for
+    the Go vcsim too), so a simulator started by a run is stopped with it even when the run is
+    SIGKILLed. A parent already gone before the call makes the child exit at once. None where the
+    kernel has no such call (not Linux): there the state file's ``owner_pid`` tells a later run.
+
+    The signal follows the *thread* that forked: start tied simulators from a thread that lives as
+    long as the run (the main thread, as the runner and `labctl run` do)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: nothing to look up after fork
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died between fork and prctl
+            os._exit(1)
+
+    return preexec
 
 
 def is_running(proc: ProcessRecord) -> bool:

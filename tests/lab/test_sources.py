@@ -99,14 +99,15 @@ def test_for_plan_feeds_the_recorder(session_for, tmp_path) -> None:
 @pytest.mark.parametrize("fault", ["bmc_hang", "bmc_503"])
 def test_one_failing_bmc_is_named_and_never_starves_the_others(sim, session_for, fault: str) -> None:
     """BMC power is read from every BMC at once: a BMC that hangs or answers 503 is a named error
-    at each read, while pvs-01's BMC still gives a sample at every read."""
+    at each read once past its deadline (one wall second), while pvs-01's BMC still gives a sample
+    at every read (a poll never waits out the failing BMC's deadline)."""
     sim.add_fault(f"{fault}:infra-01")
     try:
         s = session_for()
         src = s.sources.redfish_power(interval_s=5)
         got: list[Sample] = []
         errors: list[dict[str, str]] = []
-        for _ in range(8):
+        for _ in range(24):
             try:
                 got += src.read()
                 errors.append({})
@@ -117,10 +118,12 @@ def test_one_failing_bmc_is_named_and_never_starves_the_others(sim, session_for,
         src.close()
     finally:
         sim.clear_faults()
-    assert len([x for x in got if x.entity == "pvs-01"]) == 8
+    # (a read slower than the poll interval comes with the next poll: the last may still be out)
+    assert len([x for x in got if x.entity == "pvs-01"]) >= 22
     assert not [x for x in got if x.entity == "infra-01"]
-    # named at every read: a failing BMC stays failed until it answers
-    assert all(set(e) == {"infra-01"} for e in errors), errors
+    # named at every read from the first that names it: a failing BMC stays failed until it answers
+    first = next(k for k, e in enumerate(errors) if e)
+    assert all(set(e) == {"infra-01"} for e in errors[first:]), errors
     assert all(why.startswith("infra-01") for e in errors for why in e.values())
 
 

@@ -20,10 +20,15 @@ def vdi_lab(
     sessions: int = 8,
     name: str = "vsi-test.yaml",
     ram_pool: bool = False,
+    faults: str = "",
+    bmcs: int = 0,
+    time_scale: float = 60,
 ) -> Path:
     """A lab file with ``desktops`` PVS task workers (write cache on the device disk) on two hosts;
     with ``ram_pool`` the pool is called ``disk`` and a second pool ``ram`` of as many desktops keeps
-    its write cache in device RAM (256 MB) with overflow to its disk (the 2014 post's two modes)."""
+    its write cache in device RAM (256 MB) with overflow to its disk (the 2014 post's two modes).
+    ``faults``: YAML of `lab.faults` entries (``"- {kind: bmc_503, targets: [infra-01]}"``);
+    ``bmcs``: that many infrastructure servers with a (simulated iDRAC) BMC, ``infra-01`` ..."""
     import random
 
     a = _free_block(random.Random())
@@ -51,13 +56,20 @@ def vdi_lab(
             f'    - {{name: "vsr-[01-{launchers:02d}]", sessions: {sessions}, pool: ram,'
             f" ip: 127.{a}.3.1, access: {access}}}\n"
         )
+    fault_yaml = "".join(f"    {line}\n" for line in faults.strip().splitlines())
+    servers = "".join(
+        f"  - {{name: infra-{k:02d}, role: infrastructure, network: net, mac: '00:1a:a0:30:00:{k:02x}',"
+        f" ip: 127.{a}.5.{k}, bmc: {{url: 'https://127.{a}.6.{k}:8443', user: root,"
+        f" password: 'secret:sim.bmc_password', tls: {{mode: insecure}}}}}}\n"
+        for k in range(1, bmcs + 1)
+    )
     text = f"""
 lab:
   name: vsi-test-{a}
-  time_scale: 60
+  time_scale: {time_scale:g}
   simulated: true
   seed: 7
-networks:
+{"  faults:" + chr(10) + fault_yaml if fault_yaml else ""}{"servers:" + chr(10) + servers if servers else ""}networks:
   - {{name: net, subnet: 127.{a}.0.0/16, broadcast: 127.{a}.255.255, speed_gbps: 10}}
 vcenters:
   - {{name: vc-01, url: 'https://127.{a}.0.1:8989/sdk', user: administrator@vsphere.local, password: 'secret:sim.vcenter_password', tls: {{mode: insecure}}}}

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,8 +162,10 @@ def launch_vcenter(
     password: str,
     state_dir: Path,
     faults: list[FaultSpec],
+    preexec_fn: Callable[[], None] | None = None,
 ) -> VcsimLaunch:
-    """Start labctl-vcsim for ``vc`` (detached, its own session); returns at once."""
+    """Start labctl-vcsim for ``vc`` (detached, its own session); returns at once. ``preexec_fn``
+    runs in the child before exec (:func:`labctl.sim.state.tie_to_parent`)."""
     binary = ensure_binary()
     topo = topology(lab, vc)
     folder = state_dir / "vcenter"
@@ -200,6 +203,7 @@ def launch_vcenter(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             close_fds=True,
+            preexec_fn=preexec_fn,  # only prctl and getppid after the fork
         )
     finally:
         out.close()
