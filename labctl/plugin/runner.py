@@ -289,6 +289,7 @@ class CellRunner:
                 broke = exc
                 record = broken_record(head, recorder, Outcome.ERROR, exc, summary=summary)
         sinks.cell_finished(record, recorder)
+        record = sinks.redacted(record)  # the console, pytest and the plan's asserts see no secret either
         self.progress_done(record, first=not display.lines)
         restore = record.summary.restore
         if self.interrupts.abort.is_set() and restore is not None and not restore.ok:
