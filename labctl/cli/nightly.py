@@ -74,7 +74,7 @@ class NightLabFault(LabctlError):
 
 def _store_url(given: str | None, results: Path) -> str:
     """The store's URL, an embedded store's folder made absolute (the run's sink opens it too)."""
-    url = given or default_store_url(results)
+    url = given if given is not None else default_store_url(results)
     if "://" in url:
         return url
     return f"duckdb:{Path(url.removeprefix('duckdb:')).resolve()}"

@@ -50,7 +50,10 @@ def store_option(f: F) -> F:
 
 def open_cli_store(store_url: str | None, results_dir: Path | None) -> ResultsStore:
     """The store named by ``--store`` / $LABCTL_STORE, else the embedded one in the results folder."""
-    return open_store(store_url or default_store_url(resolve_results_dir(results_dir)))
+    # an empty --store is a mistake to name, not a request for the default
+    return open_store(
+        store_url if store_url is not None else default_store_url(resolve_results_dir(results_dir))
+    )
 
 
 def cell_headline(figures: Mapping[str, Figure]) -> str:
@@ -143,7 +146,13 @@ def _num(v: float | None) -> str:
     "--since", default=None, metavar="DATE", help="Runs started on or after DATE (UTC, YYYY-MM-DD[THH:MM])."
 )
 @click.option("--until", default=None, metavar="DATE", help="Runs started before DATE.")
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1, max=1_000_000),
+    default=50,
+    show_default=True,
+    help="At most this many.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @store_option
 @results_dir_option("Where run folders are (and the embedded store, in store/)")
@@ -174,14 +183,19 @@ def runs(
     if ctx.invoked_subcommand is not None:
         ctx.obj = {"store_url": store_url, "results_dir": results_dir}
         return EXIT_OK
+    since_ts, until_ts = parse_when(since, "--since"), parse_when(until, "--until")
+    if since_ts is not None and until_ts is not None and until_ts <= since_ts:
+        raise BadInputError(
+            f"--until {until} is not after --since {since}: give an --until later than --since"
+        )
     store = open_cli_store(store_url, results_dir)
     rows = store.runs(
         lab=lab_name(lab, store.labs()) if lab else None,
         plan=plan,
         profile=profile,
         outcome=outcome,
-        since=parse_when(since, "--since"),
-        until=parse_when(until, "--until"),
+        since=since_ts,
+        until=until_ts,
         limit=limit,
     )
     headlines = run_headlines(store, [r.run_id for r in rows])
@@ -223,7 +237,8 @@ def _settings(
     ctx: click.Context, store_url: str | None, results_dir: Path | None
 ) -> tuple[str | None, Path | None]:
     parent = ctx.obj or {}
-    return store_url or parent.get("store_url"), results_dir or parent.get("results_dir")
+    url = store_url if store_url is not None else parent.get("store_url")
+    return url, results_dir or parent.get("results_dir")
 
 
 @runs.command(short_help="Show one run: its cells with outcome, reason and key figures.")
@@ -335,6 +350,10 @@ def sql(
 ) -> int:
     """Run QUERY over the store: runs, cells, cell_parameters, verdicts, series_summaries,
     client_outcomes, group_actions, cell_figures, samples, baselines (labctl/store/schema.sql)."""
+    if not query.strip():
+        raise BadInputError(
+            "runs sql: the query is empty; give one SELECT, e.g. labctl runs sql 'SELECT count(*) FROM runs'"
+        )
     store = open_cli_store(*_settings(ctx, store_url, results_dir))
     result = store.sql(query)
     if as_json:

@@ -109,8 +109,14 @@ def resolve_run(run: str | Path | None, results_dir: Path) -> Path:
         return latest_run(results_dir)
     p = Path(run)
     for cand in (p, results_dir / p):
-        if is_run_folder(cand):
-            return cand
+        try:
+            if is_run_folder(cand):
+                return cand
+        except OSError as exc:  # a name longer than the file system takes, a loop of links: not a run
+            raise BadInputError(
+                f"{str(run)[:80]}{'...' if len(str(run)) > 80 else ''}: not a run folder ({exc.strerror}); "
+                "give a run id or a run folder's path"
+            ) from None
     known = (
         sorted((q.name for q in results_dir.iterdir() if is_run_folder(q)), reverse=True)[:5]
         if (results_dir.is_dir())

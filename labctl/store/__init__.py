@@ -37,16 +37,32 @@ def open_store(url: str) -> ResultsStore:
         from labctl.store.postgres import PostgresStore  # psycopg: only for a team's store
 
         return PostgresStore(url)
+    if not url.strip():
+        raise BadInputError(
+            "store URL is empty: give duckdb:FOLDER or postgresql://user@host/db (or --no-store)"
+        )
+    if any(ord(c) < 32 or ord(c) == 127 for c in url):
+        raise BadInputError(
+            f"store URL {safe_url(url)!r} holds control characters: give duckdb:FOLDER or postgresql://user@host/db"
+        )
     if url.startswith("duckdb:"):
         path = url.removeprefix("duckdb:")
-    elif "://" in url:
+    elif "://" in url or ":" in url.split("/", 1)[0]:
         raise BadInputError(
             f"store {safe_url(url)!r}: unknown kind (use duckdb:PATH for the embedded store, postgresql://... for a team's)"
         )
     else:
-        path = url
+        raise BadInputError(
+            f"store {url!r}: say which kind of store it is: duckdb:{url} for the embedded store in that "
+            "folder, or postgresql://user@host/db"
+        )
     if not path:
         raise BadInputError("store 'duckdb:' needs a folder, e.g. duckdb:results/store")
+    if Path(path).exists() and not Path(path).is_dir():
+        raise BadInputError(
+            f"store duckdb:{path}: {path} is not a folder (the embedded store is a folder of Parquet files; "
+            "give a folder or a path that does not exist yet)"
+        )
     if Path(path).suffix in (".duckdb", ".db"):
         raise BadInputError(
             f"store {url!r}: the embedded store is a folder of Parquet files, not a DuckDB file "

@@ -283,19 +283,7 @@ _IDS += [f"store URLs: {k}" for k in STORE_URLS]
 
 # Refused uncleanly today, in code other helpers of issue 22 own (their fixes land separately);
 # the exact need is in the hard-edges report. xfail, not strict: each passes once fixed.
-OWNED_ELSEWHERE = {
-    "CLI arguments: certify: a long id": "vdireport: OSError 'File name too long' escapes certify",
-    "CLI arguments: runs: until before since": "storecli: --until before --since lists nothing, exit 0",
-    "CLI arguments: runs: limit beyond 64 bits": "storecli: --limit needs an upper bound (DuckDB INT64 error)",
-    "CLI arguments: runs sql: empty": "storecli: an empty query escapes as AttributeError",
-    "CLI arguments: lease list: a bad hub URL": "lablayer: a non-nats:// hub URL is tried (exit 1), not refused",
-    "store URLs: duckdb on /dev/zero": "storecli: duckdb:PATH not checked to be a folder",
-    "store URLs: duckdb on a FIFO": "storecli: duckdb:PATH not checked to be a folder",
-    "store URLs: duckdb on a system file": "storecli: duckdb:PATH not checked to be a folder",
-    "store URLs: empty": "storecli: --store '' falls back to the default silently",
-    "store URLs: a word": "storecli: a URL without a scheme is taken as a folder",
-    "store URLs: an escape": "storecli: control characters in duckdb:PATH accepted",
-}
+OWNED_ELSEWHERE: dict[str, str] = {}  # every variant is refused cleanly now
 
 
 @pytest.mark.parametrize(

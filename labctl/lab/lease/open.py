@@ -11,9 +11,22 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from labctl.errors import BadInputError
 from labctl.inventory.model import Lab
 from labctl.lab.lease.file import FileLeaseStore
 from labctl.lab.lease.model import HUB_DOMAIN_VAR, HUB_VAR, LEASE_BUCKET_VAR, LeaseStore
+
+HUB_SCHEMES = ("nats://", "tls://", "ws://", "wss://")  # what nats-py dials
+
+
+def check_hub_url(url: str) -> str:
+    """A hub URL nats-py can dial, or one line saying what to give (before anything is dialled)."""
+    if not url.startswith(HUB_SCHEMES) or any(ord(c) < 32 for c in url):
+        shown = url.encode("unicode_escape").decode()[:80]
+        raise BadInputError(
+            f"hub URL {shown!r} is not a NATS URL: give nats://host:4222 (or tls://, ws://, wss://)"
+        )
+    return url
 
 
 def open_lease_store(
@@ -26,6 +39,7 @@ def open_lease_store(
     ``labctl-leases`` (two lab fleets on one hub, tests)."""
     hub = hub or os.environ.get(HUB_VAR) or None
     if hub:
+        check_hub_url(hub)
         # imported here: nats-py is loaded only by a process that leases on a hub
         from labctl.lab.lease.hub import DEFAULT_BUCKET, NatsLeaseStore
 
