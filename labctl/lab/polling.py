@@ -93,6 +93,8 @@ class EndpointPoller(Generic[E, R]):
         now = time.monotonic()
         first, self._first = self._first, False
         with self._lock:
+            if self._closed:  # closed by another thread (the recorder stopping) meanwhile
+                return {}, {}
             pool = self._executor()
             for ep in self.endpoints:
                 if ep not in self._flight:
@@ -138,8 +140,8 @@ class EndpointPoller(Generic[E, R]):
 
     def close(self) -> None:
         """Stop starting reads; a read still running finishes in its thread, unawaited."""
-        self._closed = True
         with self._lock:
+            self._closed = True
             pool, self._pool = self._pool, None
             self._flight.clear()
         if pool is not None:

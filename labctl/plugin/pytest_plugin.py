@@ -137,6 +137,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     elif status is pytest.ExitCode.TESTS_FAILED and outcome is RunOutcome.PASSED:
         outcome, reason = RunOutcome.FAILED, "a plan's own check failed (see the test report)"
     plan_fixtures.finish_runners(session.config, run.finish(outcome, reason))
+    if run.write_errors and session.exitstatus == pytest.ExitCode.OK:  # an incomplete folder is no pass
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.hookimpl(trylast=True)
@@ -150,6 +152,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     it = plan_fixtures.interrupts_of(config)
     if it is not None and it.requested:
         terminalreporter.write_line(f"labctl: {it.reason}: what was measured is kept in the run folder")
+    run = config.stash.get(_run_key, None)
+    if run is not None and run.write_errors:  # a full results disk: one line, not tracebacks
+        terminalreporter.write_line(
+            f"labctl: the results folder {run.path} could not be written ({'; '.join(run.write_errors[:3])}): "
+            f"the run ends as {run.info.outcome.value}; free space and run again"
+        )
 
 
 @pytest.hookimpl(wrapper=True)

@@ -9,11 +9,14 @@ maintenance, a full datastore, logons that fail.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import resource
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -236,3 +239,53 @@ def test_sessions_a_killed_run_left_are_logged_off_and_never_counted_by_the_next
         assert not set(left) & {c.name for c in cell.clients.values()}
         assert "did not start" not in cell.reason, cell.reason  # cleaned before the storm: no fault
         assert not _sessions_running(sim, monkeypatch)
+
+
+# --- a full results disk ------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _small_disk(path: Path, size_kb: int, file_kb: int) -> Iterator[Callable[[], None] | None]:
+    """``path`` on a tmpfs of ``size_kb`` (a disk that fills up: every new write fails with
+    ENOSPC), yielding None; where mounting is not allowed, yields a ``preexec_fn`` that caps every
+    file the run writes at ``file_kb`` instead (RLIMIT_FSIZE: a write past it fails with EFBIG)."""
+    path.mkdir(parents=True)
+    mounted = (
+        os.geteuid() == 0
+        and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(path)], capture_output=True
+        ).returncode
+        == 0
+    )
+    if mounted:
+        try:
+            yield None
+        finally:
+            subprocess.run(["umount", "-l", str(path)], capture_output=True, timeout=30)
+        return
+
+    def cap() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of killing the run
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_kb * 1024, file_kb * 1024))
+
+    yield cap
+
+
+def test_a_full_results_disk_ends_the_run_with_one_line_and_run_json_finalised(tmp_path: Path) -> None:
+    from labctl.sim.simlab import SimulatedLab
+
+    lab = vdi_lab(tmp_path, desktops=3)
+    disk = tmp_path / "disk"
+    with SimulatedLab(lab, state_dir=tmp_path / "state"), _small_disk(disk, 256, 48) as cap:
+        env = {**_env(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
+        args = [*_args(tmp_path, lab, "vdi_storm", *SHORT, "--param", "steady_s=300")]
+        args[args.index("--results-dir") + 1] = str(disk / "results")
+        proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=400, preexec_fn=cap)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 1, out[-3000:]
+        assert "Traceback" not in out, out[-5000:]
+        said = [line for line in out.splitlines() if "could not be written" in line]
+        assert len(said) == 1 and "free space and run again" in said[0], out[-3000:]
+        (run,) = (disk / "results").glob("*/run.json")
+        info = json.loads(run.read_text())
+        assert info["outcome"] == "error" and "results folder incomplete" in info["reason"], info

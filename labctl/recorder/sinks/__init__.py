@@ -16,6 +16,7 @@ A sink never raises into the runner: :class:`SinkSet` logs a failing sink and ap
 
 from __future__ import annotations
 
+import errno
 import inspect
 import logging
 import time
@@ -53,12 +54,17 @@ def _takes_data(method: Any) -> bool:
         return False
 
 
+# what a results disk that is full or failing answers a write (not a store that is unreachable)
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+
+
 class SinkSet:
     """Hands every record to every sink; a sink that raises is logged and recorded as a
     ``sink.error`` event (target: the sink's class), never raised into the runner."""
 
     def __init__(self, run: Any, sinks: Sequence[Sink], *, clock: Any = None, redactor: Any = None):
         self.path = run_path(run)
+        self._run = run
         self.sinks = list(sinks)
         self.clock = clock or getattr(run, "clock", None)
         self.redactor = redactor or getattr(run, "redactor", None)
@@ -88,6 +94,12 @@ class SinkSet:
             error = self.redactor.text(error)
         line = f"{name}.{call}" + (f" ({cell})" if cell else "") + f": {error}"
         self.errors.append(line)
+        if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:  # full, failing: said at the run's end
+            log.warning("output sink failed: %s", line)
+            note = getattr(self._run, "note_write_error", None)
+            if callable(note):
+                note(f"{name}.{call}", exc)
+            return  # the events file is on the same disk
         log.warning("output sink failed: %s", line, exc_info=exc)
         now = self.clock.now() if self.clock is not None else time.time()
         writer = EventWriter(self.path / EVENTS_FILE)
