@@ -22,7 +22,15 @@ from pathlib import Path
 import pytest
 
 from labctl.records.run_record import CellSummary, Outcome
-from tests.plans.test_plans_quick import _allure_results, _args, _env, _run_folder, _summaries, _verdict
+from tests.plans.test_plans_quick import (
+    _allure_results,
+    _args,
+    _env,
+    _events,
+    _run_folder,
+    _summaries,
+    _verdict,
+)
 from tests.vsi.labs import vdi_lab
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -148,9 +156,13 @@ def test_a_host_in_maintenance_a_controller_failover_and_failed_logons_are_lab_f
         "- {kind: session_login_fails, targets: [d-0002]}"
     )
     lab = vdi_lab(tmp_path, desktops=3, faults=faults)
-    code, out = _run_vdi(tmp_path, lab, "--param", "steady_s=300")
+    # and a results store that is not there (nothing listens on port 9): the run goes on without it
+    store = "postgresql://labctl@127.0.0.1:9/labctl?connect_timeout=5"
+    code, out = _run_vdi(tmp_path, lab, "--param", "steady_s=300", "--store", store)
     assert code == 1, out[-3000:]
-    cell = _cell_record_complete(_run_folder(tmp_path))
+    folder = _run_folder(tmp_path)
+    cell = _cell_record_complete(folder)
+    assert {e["target"] for e in _events(folder, "sink.error")} == {"StoreSink"}, "the store failure is kept"
     assert cell.outcome is Outcome.LAB_FAULT, cell.reason
     assert "ESXi host esx-vdi-02 entered maintenance mode" in cell.reason, cell.reason
     assert "logon failed on 1 desktop(s) (d-0002)" in cell.reason, cell.reason

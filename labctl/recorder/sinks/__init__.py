@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from labctl.errors import LabctlError
 from labctl.recorder.series import EVENTS_FILE, EventWriter, event_record, run_path
 from labctl.recorder.sinks.allure import AllureSink
 from labctl.recorder.sinks.junit import JUnitSink
@@ -100,7 +101,9 @@ class SinkSet:
             if callable(note):
                 note(f"{name}.{call}", exc)
             return  # the events file is on the same disk
-        log.warning("output sink failed: %s", line, exc_info=exc)
+        # a LabctlError says what and where in one line (a store that cannot be reached); anything
+        # else is a bug in the sink: its traceback goes to the log
+        log.warning("output sink failed: %s", line, exc_info=None if isinstance(exc, LabctlError) else exc)
         now = self.clock.now() if self.clock is not None else time.time()
         writer = EventWriter(self.path / EVENTS_FILE)
         try:
