@@ -112,7 +112,7 @@ def test_vcenter_dying_mid_storm_is_a_lab_fault_with_the_cells_record(tmp_path: 
     from labctl.sim.state import read_state
 
     lab = vdi_lab(tmp_path, desktops=3)
-    run = VdiRun(tmp_path, lab, "--param", "steady_s=600")
+    run = VdiRun(tmp_path, lab, "--param", "steady_s=300")
     run.wait_for("steady")
     state = read_state(tmp_path / "state")
     assert state is not None
@@ -135,7 +135,7 @@ def test_bmcs_answering_503_or_hanging_are_lab_faults_named_and_the_healthy_bmc_
 ) -> None:
     faults = "- {kind: bmc_503, targets: [infra-01]}\n- {kind: bmc_hang, targets: [infra-02]}"
     lab = vdi_lab(tmp_path, desktops=3, bmcs=3, faults=faults)
-    code, out = _run_vdi(tmp_path, lab, "--param", "steady_s=600")
+    code, out = _run_vdi(tmp_path, lab, "--param", "steady_s=120")
     assert code == 1, out[-3000:]
     folder = _run_folder(tmp_path)
     cell = _cell_record_complete(folder)
@@ -158,7 +158,7 @@ def test_a_host_in_maintenance_a_controller_failover_and_failed_logons_are_lab_f
     lab = vdi_lab(tmp_path, desktops=3, faults=faults)
     # and a results store that is not there (nothing listens on port 9): the run goes on without it
     store = "postgresql://labctl@127.0.0.1:9/labctl?connect_timeout=5"
-    code, out = _run_vdi(tmp_path, lab, "--param", "steady_s=300", "--store", store)
+    code, out = _run_vdi(tmp_path, lab, "--param", "steady_s=120", "--store", store)
     assert code == 1, out[-3000:]
     folder = _run_folder(tmp_path)
     cell = _cell_record_complete(folder)
@@ -172,7 +172,7 @@ def test_a_host_in_maintenance_a_controller_failover_and_failed_logons_are_lab_f
 
 def test_a_full_datastore_is_named_not_the_sessions_that_could_not_log_off(tmp_path: Path) -> None:
     lab = vdi_lab(tmp_path, desktops=3, faults="- {kind: datastore_full, targets: [ds-1]}")
-    code, out = _run_vdi(tmp_path, lab, "--param", "steady_s=300", "--param", "boot_timeout_s=120")
+    code, out = _run_vdi(tmp_path, lab, "--param", "steady_s=120", "--param", "boot_timeout_s=120")
     assert code == 1, out[-3000:]
     cell = _cell_record_complete(_run_folder(tmp_path))
     assert cell.outcome is Outcome.LAB_FAULT, cell.reason
@@ -244,10 +244,12 @@ def test_sessions_a_killed_run_left_are_logged_off_and_never_counted_by_the_next
         for p in (tmp_path / "results").iterdir():  # the next run's folder is the only one
             if p.is_dir():
                 p.rename(tmp_path / f"killed-{p.name}")
-        _, out = _run_vdi(tmp_path, lab, "--param", "steady_s=300")
+        _, out = _run_vdi(tmp_path, lab, "--param", "steady_s=120")
         assert "3 sessions this storm did not start" in out, out[-3000:]
+        assert "found 3 desktop(s) on before the storm" in out, out[-3000:]  # a dirty lab is said
         cell = _summaries(_run_folder(tmp_path))[CELL]
         assert cell.extra["leftover_sessions"] == 3 and cell.extra["sessions"] == 3, cell.extra
+        assert cell.extra["desktops_found_on"] == 3, cell.extra
         assert not set(left) & {c.name for c in cell.clients.values()}
         assert "did not start" not in cell.reason, cell.reason  # cleaned before the storm: no fault
         assert not _sessions_running(sim, monkeypatch)
