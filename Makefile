@@ -11,7 +11,7 @@ GOVMOMI_VERSION := v0.46.3
 # The lease store and site agents' hub (JetStream key-value, leaf nodes); exact, from the Go module proxy.
 NATS_SERVER_VERSION := v2.11.17
 
-.PHONY: help install demo test lint typecheck unit bench clean postgresql-server pdf-libs
+.PHONY: help install demo test lint typecheck unit bench clean postgresql-server pdf-libs ipmi-tools rdp-debs
 
 help:
 	@echo "make demo   install everything, start the simulated lab, run the boot-storm plan, build the report"
@@ -74,7 +74,29 @@ pdf-libs: $(VENV)/.installed
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(PDF_DEBS) >/dev/null && \
 	$(PY) -c "import weasyprint"
 
-install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim $(BIN)/nats-server node_modules/.bin/allure postgresql-server pdf-libs
+# OpenIPMI's ipmi_sim (an independent BMC: the IPMI driver's conformance tests start it on loopback)
+# and ipmitool (the reference client the simulated BMC is checked with): Debian's openipmi and
+# ipmitool when either command is absent.
+IPMI_DEBS := openipmi ipmitool
+ipmi-tools:
+	@if command -v ipmi_sim >/dev/null 2>&1 && command -v ipmitool >/dev/null 2>&1; then exit 0; fi; \
+	echo "installing Debian's $(IPMI_DEBS) (ipmi_sim and ipmitool for tests/conformance/ipmi)"; \
+	$(SUDO) apt-get update -qq && \
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(IPMI_DEBS) >/dev/null && \
+	command -v ipmi_sim >/dev/null && command -v ipmitool >/dev/null
+
+# Real desktop sessions in the tests (tests/realsessions): Debian's xrdp serving Xvnc desktops
+# (tigervnc) on loopback, FreeRDP as the launcher's client under Xvfb, OpenSSH's sshd between the
+# controller and the launcher. Skipped when all are present.
+RDP_DEBS := xrdp tigervnc-standalone-server freerdp2-x11 xvfb openssh-server
+rdp-debs:
+	@if command -v xrdp-sesman >/dev/null 2>&1 && command -v Xvnc >/dev/null 2>&1 && command -v xfreerdp >/dev/null 2>&1 && command -v Xvfb >/dev/null 2>&1 && test -x /usr/sbin/sshd; then exit 0; fi; \
+	echo "installing Debian's $(RDP_DEBS) (real RDP sessions for the launcher's tests)"; \
+	$(SUDO) apt-get update -qq && \
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold $(RDP_DEBS) >/dev/null
+
+install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim $(BIN)/nats-server node_modules/.bin/allure postgresql-server pdf-libs ipmi-tools rdp-debs
 
 # The main job on the simulated lab: check the inventory, then the 2007 boot storm (1 to 100
 # clients) with live progress; the simulated lab is started for the run and stopped after it.

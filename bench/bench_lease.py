@@ -21,10 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from labctl.agents.lease_nats import NatsLeaseStore  # noqa: E402
 from labctl.agents.nats_server import start_nats_server  # noqa: E402
-from labctl.lab.lease_file import FileLeaseStore  # noqa: E402
-from labctl.lab.lease_store import RecordLeaseStore  # noqa: E402
+from labctl.lab.lease.file import FileLeaseStore  # noqa: E402
+from labctl.lab.lease.hub import NatsLeaseStore  # noqa: E402
+from labctl.lab.lease.record import RecordLeaseStore  # noqa: E402
 
 SHARED_HOLDERS = 8
 

@@ -81,6 +81,9 @@ def test_check_passes_on_the_simulated_lab(sim, labctl: Run) -> None:
     assert "metric paths all present" in caps["unity-01"]
     versions = {e["endpoint"]: e["version"] for e in data["endpoints"]}
     assert "Redfish 1." in versions["pvs-01 BMC"] and "Unity" in versions["unity-01"]
+    # each version with whether the conformance suite checked it (labctl/drivers/verified_versions.yaml)
+    assert versions["pvs-01 BMC"].endswith("[verified (simulator)]"), versions
+    assert versions["vc-01"].endswith("[verified (recording)]"), versions
 
 
 def test_wrong_credentials_fail_with_one_line_per_endpoint(

@@ -95,8 +95,11 @@ def test_compare_against_the_baseline_set_in_the_store(results: Path, labctl: La
 
     code, out = labctl("baseline", "set", "other-lab", "boot_storm", nights[0].name)
     assert code == 2 and "is a run of sim-2007" in out
-    code, out = labctl("baseline", "show", "other-lab", "boot_storm")
-    assert code == 2 and "no baseline for other-lab" in out
+    code, out = labctl("baseline", "show", "other-lab", "boot_storm")  # a lab nobody knows: named as such
+    assert code == 2 and "'other-lab': not an inventory file" in out and "sim-2007" in out
+    assert out.count("\n") == 1
+    code, out = labctl("baseline", "show", "hardware/sim-2007.yaml", "boot_storm")  # a file: its lab name
+    assert code == 0 and "baseline sim-2007 / boot_storm" in out
 
 
 def test_baselines_export_and_load_into_another_store(results: Path, labctl: Labctl, tmp_path: Path) -> None:
@@ -157,3 +160,69 @@ def test_runs_list_filter_show_and_sql(results: Path, labctl: Labctl) -> None:
     assert code == 2
     code, out = labctl("runs", "import", "nothing-here")
     assert code == 2 and "nothing-here" in out
+
+
+def test_quick_and_full_runs_have_their_own_baselines_and_unlike_runs_are_named(
+    results: Path, labctl: Labctl
+) -> None:
+    quick = [make_run(results, seed=s, night=s, profile="quick") for s in (1, 2, 3)]
+    full = [make_run(results, seed=s, night=s, profile="full", window_s=600) for s in (4, 5)]
+    long_quick = make_run(results, seed=6, night=6, profile="quick", window_s=360)
+    other_lab = make_run(results, seed=7, night=7, profile="quick", lab="vdi-mcs-sc40-1000")
+    assert labctl("runs", "import", "--all")[0] == 0
+
+    code, out = labctl("baseline", "set", "sim-2007", "boot_storm", quick[0].name, full[0].name)
+    assert (
+        code == 2 and "not alike" in out and "profile quick vs full" in out and "window_s 120.0 vs 600" in out
+    )
+    assert labctl("baseline", "set", "sim-2007", "boot_storm", quick[0].name, "--note", "q")[0] == 0
+    assert labctl("baseline", "set", "sim-2007", "boot_storm", full[0].name, "--note", "f")[0] == 0
+    code, out = labctl("baseline", "show", "sim-2007", "boot_storm", "--profile", "quick", "--json")
+    assert (
+        code == 0 and json.loads(out)["run_ids"] == [quick[0].name] and json.loads(out)["profile"] == "quick"
+    )
+    code, out = labctl("baseline", "show", "sim-2007", "boot_storm")  # the newest, and the other kind
+    assert code == 0 and "profile full" in out and "also: set" in out and "profile quick" in out
+
+    # each run is compared with its own kind's baseline, and its noise history is its kind's
+    code, out = labctl("compare", quick[2].name)
+    assert code == 0, out
+    assert f"against {quick[0].name}" in out and full[0].name not in out and "history of 2 runs" in out
+    code, out = labctl("compare", full[1].name)
+    assert code == 0 and f"against {full[0].name}" in out and "history of 1 runs" in out
+
+    # unlike runs: compared, the difference named first, exit 2 unless accepted
+    code, out = labctl("compare", long_quick.name, quick[0].name)
+    assert code == 2, out
+    assert "UNLIKE RUNS" in out and "window_s 360 vs 120" in out and "figures say no regression" in out
+    assert json.loads((long_quick / "compare.json").read_text())["unlike"]
+    code, out = labctl("compare", long_quick.name, quick[0].name, "--allow-unlike")
+    assert code == 0 and "UNLIKE RUNS (accepted with --allow-unlike)" in out
+    code, out = labctl("compare", full[1].name, quick[0].name, "--markdown")
+    assert code == 2 and "profile full vs quick" in out
+    code, out = labctl("compare", other_lab.name, quick[0].name)
+    assert code == 2 and "lab vdi-mcs-sc40-1000 vs sim-2007" in out
+    code, out = labctl("compare", long_quick.name)  # no baseline of its kind: says which kinds have one
+    assert code == 2 and "(profile quick)" in out and "there is one for profile" in out
+
+    # the listing shows the profile and filters by it; --lab takes a name or the inventory file
+    code, out = labctl("runs", "--profile", "full", "--json")
+    assert code == 0 and sorted(r["run_id"] for r in json.loads(out)) == sorted(p.name for p in full)
+    code, out = labctl("runs", "--lab", "hardware/sim-2007.yaml", "--json")
+    assert code == 0 and len(json.loads(out)) == 6
+    code, out = labctl("runs", "--lab", "no-such-lab")
+    assert code == 2 and out.count("\n") == 1 and "no-such-lab" in out and "sim-2007" in out
+    code, out = labctl("runs", "show", quick[0].name)
+    assert code == 0 and "kind:     profile quick; group_sizes=" in out
+
+
+def test_a_run_of_unknown_kind_is_compared_with_a_note(results: Path, labctl: Labctl) -> None:
+    old = make_run(results, seed=1)  # parameters at the top level, no profile (an older run.json)
+    new = make_run(results, seed=2, night=1, profile="quick")
+    code, out = labctl("compare", new.name, old.name)
+    assert code == 0 and "cannot tell whether the runs are alike" not in out  # old has its parameters
+    info = json.loads((old / "run.json").read_text())
+    info["parameters"] = {"pytest_args": []}  # an older run: only pytest's arguments
+    (old / "run.json").write_text(json.dumps(info))
+    code, out = labctl("compare", new.name, old.name)
+    assert code == 0 and f"{old.name}: profile and parameters not recorded" in out

@@ -3,15 +3,22 @@ them back; unknown targets and failing backends exit non-zero with a line per ma
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from labctl.cli import cli
 from labctl.cli.common import run_cli
+from labctl.inventory import load_lab
 from labctl.inventory.credentials import SECRETS_FILE_VAR
+from labctl.lab.lease import holder_description, this_host, this_user
+from labctl.lab.lease.file import FileLeaseStore
+from labctl.lab.lease.guard import LabLeased, check_not_leased
 from tests.lab.conftest import start_lab
+from tests.lease.conftest import HolderProcess
 
 pytestmark = pytest.mark.integration
 
@@ -102,70 +109,65 @@ def test_servers_status_over_redfish(labctl) -> None:
     assert "servers: 2 on" in out and "PowerState On" in out
 
 
-class FakeLeases:
-    """A lease store that only lists (the real one, labctl.lab.lease, lands with another branch)."""
-
-    def __init__(self, *leases: object):
-        self.leases = list(leases)
-
-    def list(self) -> list[object]:
-        return self.leases
+@pytest.fixture
+def leases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This machine's lease folder for the test (the sim lab has no hub: its leases are files)."""
+    monkeypatch.delenv("LABCTL_HUB", raising=False)
+    monkeypatch.setenv("LABCTL_LEASE_DIR", str(tmp_path / "leases"))
+    return tmp_path / "leases"
 
 
-def fake_lease(resource: str, pid: int = 4242) -> object:
-    from types import SimpleNamespace
+@contextlib.contextmanager
+def another_run_holding(where: Path, resource: str) -> Iterator[HolderProcess]:
+    """A run in a process of its own holding ``resource`` on the file store in ``where``."""
+    run = HolderProcess(f"file:{where}", [resource], name="run", ttl=30, hold=120)
+    try:
+        run.wait_for("ready")
+        run.wait_for("taken")
+        yield run
+    finally:
+        run.stop()
 
-    return SimpleNamespace(
-        resource=resource,
-        holder=f"ann@rig-7 pid {pid} (labctl run boot_storm)",
-        holder_pid=pid,
-        holder_host="rig-7",
-    )
 
-
-def test_a_leased_lab_refuses_power_naming_the_holder_unless_forced(labctl, sim, monkeypatch) -> None:
-    from labctl.inventory import load_lab
-    from labctl.lab.power import lease_guard
-
+def test_a_leased_lab_refuses_power_naming_the_holder_unless_forced(labctl, sim, leases: Path) -> None:
     lab = load_lab(sim.lab_file)
-    store = FakeLeases(fake_lease(f"lab:{lab.name}"))
-    monkeypatch.setattr(lease_guard, "open_store", lambda: store)
     before = status_of(labctl, "optiplex-012")
-    code, out, err = labctl("power", "on", "optiplex-012")
-    assert code == 2 and out == ""
-    assert err.strip().splitlines() == [
-        f"error: lab:{lab.name} is leased by ann@rig-7 pid 4242 (labctl run boot_storm): power on optiplex-012 "
-        "refused (add --force to act anyway, or wait for that run to end)"
-    ]
-    assert status_of(labctl, "optiplex-012") == before  # nothing was touched
+    with another_run_holding(leases, f"lab:{lab.name}") as run:
+        code, out, err = labctl("power", "on", "optiplex-012")
+        assert code == 2 and out == ""
+        (line,) = err.strip().splitlines()
+        assert line.startswith(f"error: lab:{lab.name} is leased by holder run pid {run.pid} (")
+        assert line.endswith(
+            " left, renewed while that run lives): power on optiplex-012 refused "
+            "(add --force to act anyway, or wait for the lease to end)"
+        )
+        assert status_of(labctl, "optiplex-012") == before  # nothing was touched
+        code, out, err = labctl("power", "off", "--hard", "optiplex-012", "--force")
+        assert code == 0 and ("shutdown /s /f /t 0: delivered" in out or "already off" in out), err
     # a group lease covers its members only
-    store.leases = [fake_lease(f"group:{lab.name}/servers")]
-    code, _, err = labctl("power", "reboot", "infra-01")
-    assert code == 2 and f"group:{lab.name}/servers is leased by ann@rig-7" in err
-    store.leases = [fake_lease(f"group:{lab.name}/servers"), fake_lease("lab:another-lab")]
-    code, _, err = labctl("power", "status", "optiplex-012")  # reading is never refused
-    assert code == 0, err
-    # not in the leased group, not this lab's lease
-    code, _, err = labctl("power", "on", "optiplex-012", "--wait", "120")
-    assert code == 0, err
-    store.leases = [fake_lease(f"lab:{lab.name}")]
-    code, out, err = labctl("power", "off", "--hard", "optiplex-012", "--force")
-    assert code == 0 and "shutdown /s /f /t 0: delivered" in out, err
+    with another_run_holding(leases, f"group:{lab.name}/servers") as run:
+        code, _, err = labctl("power", "reboot", "infra-01")
+        assert code == 2 and f"group:{lab.name}/servers is leased by holder run pid {run.pid}" in err
+        code, _, err = labctl("power", "status", "optiplex-012")  # reading is never refused
+        assert code == 0, err
+        code, _, err = labctl("power", "on", "optiplex-012", "--wait", "120")  # not in the leased group
+        assert code == 0, err
 
 
-def test_a_lease_of_this_process_is_not_in_the_way(sim, monkeypatch) -> None:
-    import os
-    import socket
-    from types import SimpleNamespace
-
-    from labctl.inventory import load_lab
-    from labctl.lab.power import lease_guard
-
+def test_the_holders_own_leases_are_not_in_the_way(sim, leases: Path) -> None:
     lab = load_lab(sim.lab_file)
-    mine = SimpleNamespace(
-        resource=f"lab:{lab.name}", holder="me", holder_pid=os.getpid(), holder_host=socket.gethostname()
-    )
-    lease_guard.check_not_leased(lab, [lab.machine("optiplex-001")], "power on", store=FakeLeases(mine))
-    other = SimpleNamespace(**{**mine.__dict__, "holder_pid": os.getpid() + 1})
-    with pytest.raises(lease_guard.LabLeased, match="is leased by me"):
-        lease_guard.check_not_leased(lab, [lab.machine("optiplex-001")], "power on", store=FakeLeases(other))
+    machines = [lab.machine("optiplex-001")]
+    resource = f"lab:{lab.name}"
+    with FileLeaseStore(leases) as store:
+        with store.take(resource, holder_description("labctl run boot_storm"), ttl_s=30):
+            check_not_leased(lab, machines, "power on")  # this process's own run
+        # a reservation by this user on this host (`labctl lease take`): their power goes ahead
+        me = f"{this_user()}@{this_host()}"
+        store.reserve(resource, me, f"{me} (by hand)", ttl_s=60)
+        check_not_leased(lab, machines, "power on")
+        store.unreserve(resource, me)
+        store.reserve(resource, "ann@rig-7", "ann@rig-7 (by hand: firmware)", ttl_s=60)
+        with pytest.raises(
+            LabLeased, match=r"is leased by ann@rig-7 \(by hand: firmware\) \((\d+ s|1 min) left\)"
+        ):
+            check_not_leased(lab, machines, "power on")

@@ -11,6 +11,7 @@ import pytest
 from labctl.inventory.load import default_lab_file
 
 pytest_plugins = ["pytester"]
+PLANS = Path(__file__).resolve().parents[1] / "testplans" / "criteria"
 
 
 @pytest.fixture(autouse=True)
@@ -206,6 +207,69 @@ def test_progress_in_a_log_prints_a_line_per_phase_and_per_quarter_of_the_window
         "[boot_storm-standalone-004] restore",
         "",
     ]
+
+
+def test_a_log_gets_a_heartbeat_with_the_runs_progress_and_the_criterias_peaks_when_a_phase_is_long() -> None:
+    """A VDI login phase prints no new phase for minutes: the log still hears from the cell at
+    least every heartbeat (wall seconds), with cell n of N, elapsed, ETA and the peaks so far."""
+    import io
+
+    from labctl.plugin.live import CellDisplay, RunProgress, Terminal, verdict_line
+    from labctl.records.run_record import Outcome
+    from labctl.scenarios.base import Progress
+
+    now = [1000.0]
+    run = RunProgress(total=3, clock=lambda: now[0])
+    run.cell_started()
+    now[0] += 240.0  # the first cell took four wall minutes
+    run.cell_finished()
+    run.cell_started()
+    out = io.StringIO()
+    peaks = [("latency_ms", 14.234, "ms"), ("host CPU", 87.0, "%")]
+    display = CellDisplay(
+        Terminal(out, interactive=False),
+        "vdi_storm-default-050",
+        run=run,
+        peaks=lambda: peaks,
+        heartbeat_s=15.0,
+        clock=lambda: now[0],
+    )
+    display.update(Progress("login", 120, 315, note="40 waiting, 3 booting"))
+    now[0] += 10.0
+    display.update(Progress("login", 200, 315, note="20 waiting, 0 booting"))
+    display.beat()  # 10 s since the last line: nothing yet
+    now[0] += 6.0
+    display.beat()  # 16 s: a heartbeat
+    display.beat()  # just printed: nothing
+    display.close()
+    lines = [x for x in out.getvalue().split("\n") if x]
+    assert lines == [
+        "[vdi_storm-default-050] login · 120/315 · 40 waiting, 3 booting · cell 2 of 3 · 4:00 elapsed"
+        " · ETA 8:00 · peak so far: latency_ms 14.2 ms, host CPU 87 %",
+        "[vdi_storm-default-050] login · 200/315 · 20 waiting, 0 booting · cell 2 of 3 · 4:16 elapsed"
+        " · ETA 7:44 · peak so far: latency_ms 14.2 ms, host CPU 87 %",
+    ]
+    assert verdict_line("vdi_storm-default-050", Outcome.NO_DATA, "t7: not judged\nmore", run) == (
+        "vdi_storm-default-050: NO DATA: t7: not judged  [cell 2 of 3 · 4:16 elapsed · ETA 7:44]"
+    )
+    run.skipped()  # the third test reused a cell: no time left for it
+    assert run.total == 2 and run.text() == "cell 2 of 2 · 4:16 elapsed · ETA 3:44"
+
+
+def test_the_live_peaks_are_the_criterias_series_once_each_with_their_variables() -> None:
+    from labctl.criteria.variables import Names
+    from labctl.plugin.runner import _figures
+
+    figures = _figures(PLANS / "boot_storm.yaml", Names({"write_cache_disk": "pvs-01/D:",
+        "streaming_server": "pvs-01"}))  # fmt: skip
+    assert [f[:4] for f in figures][:4] == [
+        ("disk_queue_len", "typeperf", "pvs-01/D:", "disk_queue_len"),
+        ("cpu_pct", "typeperf", "pvs-01", "cpu_pct"),  # CPU average and CPU peak: one series
+        ("nic_sent_util_pct", "typeperf", "pvs-01/*", "nic_sent_util_pct"),
+        ("memory_used_mb", "typeperf", "pvs-01", "memory_used_mb"),
+    ]
+    vdi = {f[0] for f in _figures(PLANS / "vdi_storm.yaml", Names())}
+    assert {"latency_ms", "host CPU", "response_s group:A", "response_s group:B"} <= vdi
 
 
 def test_progress_on_a_terminal_is_a_live_display_with_the_servers_latest_figures() -> None:

@@ -4,7 +4,7 @@ The agent connects to the hub (directly, or through a leaf node it starts when `
 ``nats-leaf://`` URL: the site then needs one outbound port), then:
 
 - answers clock pings on ``labctl.clock.<lab>.<agent>`` (request/reply, stamped on arrival and
-  on answer: :mod:`labctl.agents.clocksync`);
+  on answer: :mod:`labctl.drivers.hub.clocksync`);
 - publishes a heartbeat every ``heartbeat_s`` to ``labctl.heartbeat.<lab>.<agent>`` (version,
   host, what it serves, orders in progress);
 - pulls its orders from the durable consumer ``agent-<lab>-<agent>`` of ``LABCTL_ORDERS``, runs
@@ -33,12 +33,12 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from pydantic import ValidationError
 
 from labctl import __version__
-from labctl.agents.clocksync import answer
 from labctl.agents.execute import Executor
-from labctl.agents.hub import TRANSIENT, HubConnection
 from labctl.agents.journal import Journal
 from labctl.agents.nats_server import NatsServer, start_nats_server
-from labctl.agents.protocol import (
+from labctl.drivers.hub.clocksync import answer
+from labctl.drivers.hub.connection import TRANSIENT, HubConnection
+from labctl.drivers.hub.protocol import (
     ORDERS_STREAM,
     Heartbeat,
     MachineResult,
@@ -55,7 +55,7 @@ from labctl.agents.protocol import (
 )
 from labctl.errors import BadInputError
 from labctl.inventory.model import Lab
-from labctl.lab.session import DriverSettings
+from labctl.lab.context import DriverSettings
 
 log = logging.getLogger(__name__)
 

@@ -14,11 +14,10 @@ import time
 from collections.abc import Callable
 
 from labctl.agents.feeds import FeedRunner
-from labctl.agents.protocol import ClockSpec, MachineResult, Order, OrderDone, SampleBatch
 from labctl.clock import LabClock
+from labctl.drivers.hub.protocol import ClockSpec, MachineResult, Order, OrderDone, SampleBatch
 from labctl.errors import LabctlError
 from labctl.inventory.model import Lab
-from labctl.lab.health import check_local
 from labctl.lab.power.model import Action, PowerOutcome
 from labctl.lab.session import DriverSettings, LabSession
 
@@ -152,8 +151,8 @@ class Executor:
             return {}
         if order.kind == "health":
             timeout = (order.deadline_lab - s.clock.now()) if order.deadline_lab is not None else 600.0
-            checked = check_local(
-                s, [s.lab.machine(n) for n in names], wake=order.wake, wake_timeout_s=max(1.0, timeout)
+            checked = s.health.check_local(
+                [s.lab.machine(n) for n in names], wake=order.wake, wake_timeout_s=max(1.0, timeout)
             )
             for name, h in checked.items():
                 emit(
@@ -164,7 +163,7 @@ class Executor:
             return {}
         if order.kind == "feed":
             assert order.feed is not None
-            runner = FeedRunner(s, order.feed, self.name, publish_samples)
+            runner = FeedRunner(s.context, order.feed, self.name, publish_samples)
             with self._lock:
                 self._feeds[order.feed.id] = runner
             runner.start()

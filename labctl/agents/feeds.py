@@ -3,23 +3,21 @@
 On the agent a :class:`FeedRunner` reads the lab layer's own source (PVS device status of a
 streaming server, typeperf of a server, the BMCs' power draw) and publishes each batch to
 ``labctl.sample.<lab>.<agent>.<feed>`` with the id ``<feed>/<seq>`` (a batch re-sent after a
-dropped link is stored once). On the controller an :class:`AgentFeed` is a streaming
-:class:`~labctl.records.samples.MetricSource`: the recorder iterates it like ``typeperf -si``, and
-it yields :class:`~labctl.records.samples.Sample` records as the batches arrive.
+dropped link is stored once). On the controller the lab's
+:class:`~labctl.lab.sites.feed.AgentFeed` yields them to the recorder.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from labctl.agents.protocol import FeedSpec, SampleBatch, SampleRow
+from labctl.drivers.hub.protocol import FeedSpec, SampleBatch, SampleRow
 from labctl.errors import EndpointError, LabctlError
-from labctl.lab.session import LabSession
+from labctl.lab.context import LabContext
 from labctl.lab.sources import PvsSource, RedfishPowerSource, TypeperfSource
 from labctl.records.samples import PartialRead, Sample
 
@@ -29,14 +27,14 @@ ROWS_PER_BATCH: Final = 500  # a streaming source's rows are sent at least this 
 STREAM_FLUSH_S: Final = 0.5  # ... or after this many wall seconds
 
 
-def make_source(session: LabSession, spec: FeedSpec) -> Any:
-    """The lab layer's source for ``spec`` on the agent's own session."""
-    machines = [session.lab.machine(t) for t in spec.targets]
+def make_source(ctx: LabContext, spec: FeedSpec) -> Any:
+    """The lab layer's source for ``spec`` on the agent's own lab context."""
+    machines = [ctx.lab.machine(t) for t in spec.targets]
     if spec.source == "pvs":
-        return PvsSource(session, machines[0])
+        return PvsSource(ctx, machines[0])
     if spec.source == "typeperf":
-        return TypeperfSource(session, machines[0], interval_s=spec.interval_s)
-    return RedfishPowerSource(session, machines)
+        return TypeperfSource(ctx, machines[0], interval_s=spec.interval_s)
+    return RedfishPowerSource(ctx, machines)
 
 
 def _rows(samples: Iterable[Sample]) -> list[SampleRow]:
@@ -56,11 +54,9 @@ def _rows(samples: Iterable[Sample]) -> list[SampleRow]:
 class FeedRunner(threading.Thread):
     """Reads one source until stopped (or ``spec.max_s``), publishing every batch."""
 
-    def __init__(
-        self, session: LabSession, spec: FeedSpec, agent: str, publish: Callable[[SampleBatch], None]
-    ):
+    def __init__(self, ctx: LabContext, spec: FeedSpec, agent: str, publish: Callable[[SampleBatch], None]):
         super().__init__(name=f"feed-{spec.id}", daemon=True)
-        self.s = session
+        self.ctx = ctx
         self.spec = spec
         self.agent = agent
         self.publish = publish
@@ -90,9 +86,9 @@ class FeedRunner(threading.Thread):
 
     def run(self) -> None:
         until = time.monotonic() + self.spec.max_s
-        interval_wall = self.s.clock.to_wall_s(self.spec.interval_s)
+        interval_wall = self.ctx.clock.to_wall_s(self.spec.interval_s)
         try:
-            self._source = make_source(self.s, self.spec)
+            self._source = make_source(self.ctx, self.spec)
             while not self._stop.is_set() and time.monotonic() < until:
                 try:
                     got = self._source.read()
@@ -126,65 +122,3 @@ class FeedRunner(threading.Thread):
                 break
         if rows:
             self._send(rows)
-
-
-class AgentFeed:
-    """A controller's view of a feed an agent runs: a streaming MetricSource.
-
-    ``start`` (the link sends the feed order) is called on the first :meth:`read`; :meth:`close`
-    stops the feed at the agent. ``on_batch`` receives every batch (for events: the agent's
-    per-endpoint errors)."""
-
-    def __init__(
-        self,
-        spec: FeedSpec,
-        agent: str,
-        *,
-        start: Callable[[AgentFeed], None],
-        stop: Callable[[AgentFeed], None],
-        on_errors: Callable[[str, dict[str, str]], None] | None = None,
-    ):
-        self.spec = spec
-        self.agent = agent
-        self.name = f"{spec.source}:{','.join(spec.targets)}@{agent}"
-        self.interval_s: float | None = spec.interval_s
-        self._start = start
-        self._stop = stop
-        self._on_errors = on_errors
-        self._queue: queue.Queue[SampleBatch] = queue.Queue()
-        self._closed = threading.Event()
-        self._started = False
-        self._last_seq = 0
-
-    def deliver(self, batch: SampleBatch) -> None:
-        """Called by the link for every batch of this feed (in stream order)."""
-        if batch.seq > self._last_seq:  # a batch seen twice (re-sent across a reconnect) counts once
-            self._last_seq = batch.seq
-            self._queue.put(batch)
-
-    def read(self) -> Iterator[list[Sample]]:
-        if not self._started:
-            self._started = True
-            self._start(self)
-        return self._iterate()
-
-    def _iterate(self) -> Iterator[list[Sample]]:
-        while not self._closed.is_set():
-            try:
-                batch = self._queue.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            if batch.errors and self._on_errors is not None:
-                self._on_errors(self.name, batch.errors)
-            if batch.samples:
-                yield [
-                    Sample(r.source, r.entity, r.metric, r.unit, r.source_ts, r.value) for r in batch.samples
-                ]
-            if batch.last:
-                return
-
-    def close(self) -> None:
-        if not self._closed.is_set():
-            self._closed.set()
-            if self._started:
-                self._stop(self)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
-from labctl.agents.protocol import MachineResult, OrderDone
+from labctl.drivers.hub.protocol import MachineResult, OrderDone
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ from labctl.cli.agent_cmd import agent, agents
 from labctl.cli.baseline_cmd import baseline
 from labctl.cli.certify_cmd import certify
 from labctl.cli.common import run_cli
+from labctl.cli.launcher_cmd import launcher, workload
 from labctl.cli.lease_cmd import lease
 from labctl.cli.nightly_cmd import nightly
 from labctl.cli.quarantine_cmd import quarantine
@@ -55,6 +56,8 @@ def _register() -> None:
         runs,
         baseline,
         nightly,
+        launcher,
+        workload,
     ):
         cli.add_command(command)
 

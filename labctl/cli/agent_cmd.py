@@ -121,7 +121,7 @@ def agents(lab_file: Path | None, configuration: str | None, hub: str | None, as
     Up means it answered a clock ping just now; the offset is its clock minus this machine's,
     measured over NATS (within half the round trip). Exit status 1 when any agent is down.
     """
-    from labctl.agents.controller import ControllerLink  # nats-py: only labs with agents load it
+    from labctl.lab.sites.link import ControllerLink  # nats-py: only labs with agents load it
 
     lab = _lab_with_agents(lab_file, configuration)
     link = ControllerLink(lab, hub=hub)

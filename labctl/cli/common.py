@@ -15,19 +15,43 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from labctl.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInputError, InventoryError, LabctlError
+from labctl.inventory.lab_ref import resolve_lab_file, resolve_lab_name
 from labctl.inventory.load import default_lab_file, display_path, load_lab
 from labctl.inventory.model import Group, Lab
+from labctl.recorder.redact import redact_patterns
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _lab_file(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """``--lab`` of a command that drives the lab: a file as it is, a lab's name as its file."""
+    return resolve_lab_file(value)
+
 
 lab_option = click.option(
     "--lab",
     "lab_file",
-    type=click.Path(dir_okay=False, path_type=Path),
     default=None,
+    metavar="FILE|NAME",
     envvar="LABCTL_LAB",
-    help="Inventory file (default: hardware/sim-2007.yaml, the simulated lab; env LABCTL_LAB).",
+    callback=_lab_file,
+    help="Inventory file, or a lab's name in hardware/ (default: hardware/sim-2007.yaml, the simulated "
+    "lab; env LABCTL_LAB).",
 )
+
+
+def lab_name_option(help_text: str) -> Callable[[F], F]:
+    """``--lab`` of a command that reads the results store: a lab's name, or an inventory file
+    (its ``lab.name``); resolved by :func:`lab_name` once the store's labs are known."""
+    return click.option("--lab", "lab", default=None, metavar="NAME|FILE", help=help_text)
+
+
+def lab_name(ref: str | None, known: list[str] | None = None, option: str = "--lab") -> str | None:
+    """The lab name ``ref`` stands for: a file's ``lab.name``, or a name the store has runs of
+    (``known``) or that an inventory in hardware/ carries; anything else is refused in one line."""
+    return resolve_lab_name(ref, known=known or [], option=option)
+
+
 config_option = click.option(
     "--config",
     "configuration",
@@ -67,8 +91,8 @@ def run_cli(group: click.Group, args: list[str] | None = None) -> int:
             click.echo(str(problem), err=True)
         return exc.exit_code
     except LabctlError as exc:
-        for line in str(exc).splitlines():
-            click.echo(f"error: {line}", err=True)
+        for line in str(exc).splitlines():  # a URL or DSN echoed back keeps no password
+            click.echo(f"error: {redact_patterns(line)}", err=True)
         return exc.exit_code
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING
 import click
 
 from labctl.cli.common import resolve_results_dir, results_dir_option
-from labctl.cli.runs_cmd import open_cli_store, store_option
+from labctl.cli.runs_cmd import index_text, open_cli_store, store_option
 from labctl.errors import BadInputError
+from labctl.recorder.cell_files import read_cell_records
 from labctl.records.figures import RunFigures
+from labctl.records.run_record import ResponseIndex
 from labctl.store import ResultsStore, StoreError
 from labctl.store.folder import read_run_folder
 from labctl.store.rows import utc
@@ -36,10 +38,45 @@ def load_figures(ref: str, results: Path, store: ResultsStore) -> tuple[RunFigur
     return figures, None, []
 
 
-def stored_baseline(store: ResultsStore, lab: str, plan: str) -> tuple[str, list[RunFigures]] | None:
-    """The current baseline set of ``lab`` + ``plan`` in the store and its runs' figures; None
+def response_indexes(store: ResultsStore, run_id: str, folder: Path | None) -> dict[str, ResponseIndex]:
+    """The response-time index of each VDI cell of a run: from its folder, else from the store."""
+    if folder is not None:
+        return {
+            c: r.summary.response_index
+            for c, r in read_cell_records(folder).items()
+            if r.summary.response_index is not None
+        }
+    out = {}
+    query = "SELECT cell, response_index_json FROM cells WHERE run_id = ? AND response_index_json IS NOT NULL"
+    for cell, text in store.sql(query, [run_id]).rows:
+        try:
+            out[str(cell)] = ResponseIndex.model_validate_json(text)
+        except ValueError:
+            continue
+    return out
+
+
+def index_headlines(
+    now: dict[str, ResponseIndex], base: list[dict[str, ResponseIndex]]
+) -> dict[str, dict[str, str]]:
+    """{cell: {"run": headline, "baseline": headline}} of the cells with an index (the baseline's
+    of its first run that has one), for the comparison's text."""
+    out: dict[str, dict[str, str]] = {}
+    for cell in sorted({*now, *(c for b in base for c in b)}):
+        run_text = index_text(now.get(cell))
+        base_text = next((t for t in (index_text(b.get(cell)) for b in base) if t), "")
+        if run_text or base_text:
+            out[cell] = {"run": run_text, "baseline": base_text}
+    return out
+
+
+def stored_baseline(
+    store: ResultsStore, lab: str, plan: str, params_key: str | None = None
+) -> tuple[str, list[RunFigures]] | None:
+    """The current baseline set of ``lab`` + ``plan`` in the store for runs of the kind
+    ``params_key`` (profile and plan parameters; None: of any kind) and its runs' figures; None
     when none is set. BadInputError when a baseline run is not in the store any more."""
-    chosen = store.baseline(lab, plan)
+    chosen = store.baseline(lab, plan, params_key)
     if chosen is None:
         return None
     base = []
@@ -62,10 +99,12 @@ def compare_with_history(
     history_runs: int | None = None,
     cells: str | None = None,
     history_required: bool = True,
+    allow_unlike: bool = False,
 ) -> Comparison:
     """Compare ``now`` with the baseline runs ``base``, the noise measured over the store's
-    history of the lab + plan (``history_runs`` earlier runs, default HISTORY_RUNS; 0: none).
-    An unreachable store's history is a note, unless ``history_required``."""
+    history of the lab + plan, runs of ``now``'s kind only (``history_runs`` earlier runs, default
+    HISTORY_RUNS; 0: none). An unreachable store's history is a note, unless ``history_required``.
+    Unlike runs (another profile, parameters, lab) are named; ``allow_unlike`` accepts them."""
     from labctl.report.compare import HISTORY_RUNS  # numpy: loaded only when comparing
     from labctl.report.compare import compare as compare_figures
 
@@ -75,14 +114,37 @@ def compare_with_history(
     runs = HISTORY_RUNS if history_runs is None else history_runs
     if runs and started is not None:
         try:
-            history = store.figure_history(now.lab, now.plan, before=started, runs=runs)
+            history = store.figure_history(
+                now.lab, now.plan, before=started, runs=runs, params_key=kind_key(now)
+            )
         except StoreError as exc:
             if history_required:  # e.g. the baseline itself came from the store
                 raise
             notes.append(f"no history (noise from the baseline runs alone): {exc}")
-    result = compare_figures(now, base, history=history, baseline_set=baseline_set, cells=cells)
+    result = compare_figures(
+        now, base, history=history, baseline_set=baseline_set, cells=cells, allow_unlike=allow_unlike
+    )
     result.notes += notes
     return result
+
+
+def kind_key(run: RunFigures) -> str | None:
+    """The store's key of a run's kind, when the run recorded it (older runs: None, any kind)."""
+    return run.kind.key if run.kind.recorded else None
+
+
+def no_baseline(store: ResultsStore, now: RunFigures) -> BadInputError:
+    """No baseline for ``now``'s lab + plan + kind: say which kinds have one, and how to set it."""
+    others = [b for b in store.current_baselines(now.lab, now.plan) if b.params_key != kind_key(now)]
+    hint = (
+        "; there is one for " + ", ".join(f"profile {b.profile or '?'} ({b.set_id})" for b in others)
+        if others
+        else ""
+    )
+    return BadInputError(
+        f"no baseline for {now.lab} / {now.plan} ({now.kind.label()}) in {store.url}{hint}: name BASELINE "
+        f"runs, or set one (labctl baseline set {now.lab} {now.plan} RUN...)"
+    )
 
 
 history_option = click.option(
@@ -104,6 +166,12 @@ history_option = click.option(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--markdown", is_flag=True, help="Print a short summary for a chat message.")
+@click.option(
+    "--allow-unlike",
+    is_flag=True,
+    help="Accept a baseline of another profile, parameters or lab (named in the output); without it such "
+    "a comparison exits 2.",
+)
 @store_option
 @results_dir_option("Where run folders are")
 def compare(
@@ -114,6 +182,7 @@ def compare(
     all_figures: bool,
     as_json: bool,
     markdown: bool,
+    allow_unlike: bool,
     store_url: str | None,
     results_dir: Path | None,
 ) -> int:
@@ -125,8 +194,15 @@ def compare(
     compare.json into RUN's folder.
 
     \b
+    The baseline set is that of RUN's kind: its parameter profile and resolved plan parameters
+    (quick and full runs have separate baselines and histories). A RUN and BASELINE that are not
+    alike (another lab, configuration, profile or parameter value, e.g. a 360 s window against a
+    120 s one) are compared, the differences named first, and the exit code is 2 unless
+    --allow-unlike accepts them.
+
+    \b
     Exit codes: 0 no regression, 1 regression, 3 lab fault (or a baseline cell the run lacks),
-    2 bad input.
+    2 bad input, or unlike runs without --allow-unlike.
 
     \b
     Examples:
@@ -138,23 +214,29 @@ def compare(
     store = open_cli_store(store_url, results_dir)
     now, folder, notes = load_figures(run, results, store)
     baseline_set = None
+    base_folders: dict[str, Path | None] = {}
     if baselines:
         loaded = [load_figures(b, results, store) for b in baselines]
         base = [f for f, _, _ in loaded]
+        base_folders = {f.run_id: p for f, p, _ in loaded}
         notes += [n for _, _, ns in loaded for n in ns]
     else:
-        found = stored_baseline(store, now.lab, now.plan)
+        found = stored_baseline(store, now.lab, now.plan, kind_key(now))
         if found is None:
-            raise BadInputError(
-                f"no baseline for {now.lab} / {now.plan} in {store.url}: name BASELINE runs, "
-                f"or set one (labctl baseline set {now.lab} {now.plan} RUN...)"
-            )
+            raise no_baseline(store, now)
         baseline_set, base = found
     result = compare_with_history(
         store, now, base, baseline_set=baseline_set, history_runs=history_runs, cells=cells,
-        history_required=not baselines,
+        history_required=not baselines, allow_unlike=allow_unlike,
     )  # fmt: skip
     result.notes += notes
+    try:  # the VDI cells' response-time index headlines, run and baseline side by side
+        result.headlines = index_headlines(
+            response_indexes(store, now.run_id, folder),
+            [response_indexes(store, b.run_id, base_folders.get(b.run_id)) for b in base],
+        )
+    except StoreError as exc:
+        result.notes.append(f"no index headlines: {exc}")
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     elif markdown:

@@ -16,8 +16,8 @@ from labctl.cli.common import config_option, lab_option
 from labctl.errors import EXIT_FAILED
 from labctl.inventory import load_lab
 from labctl.inventory.ranges import compact_names
+from labctl.lab.lease.guard import check_not_leased
 from labctl.lab.power import Action, MachineState, PowerReport, State
-from labctl.lab.power.lease_guard import check_not_leased
 from labctl.lab.session import LabSession
 
 TARGET_HELP = "A machine, a group, a range like optiplex-[001-010], or a comma-separated list."
@@ -36,7 +36,9 @@ def power() -> None:
       labctl power reboot pvs-01
 
     \b
-    A lab that another run leases is refused (the line names the holder) unless --force.
+    A lab that another run leases is refused (the line names the holder and the time its lease
+    has left) unless --force; the lab's leases are read where its runs take them (its inventory's
+    hub, else $LABCTL_HUB, else this machine's). Your own `labctl lease take` is not in the way.
     """
 
 

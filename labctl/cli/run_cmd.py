@@ -82,7 +82,22 @@ lease_wait_option = click.option(
 )
 @results_dir_option("Where run folders go")
 @click.option("--report/--no-report", default=True, help="Build the Allure and figures report afterwards.")
+@click.option(
+    "--strict-marginal",
+    is_flag=True,
+    help="A marginal cell fails the run (exit 1; JUnit failure, Allure failed) instead of passing "
+    "with a warning.",
+)
 @lease_wait_option
+@click.option(
+    "--store",
+    "store_url",
+    default=None,
+    metavar="URL",
+    help="Results store the run is written to (default: the embedded store in <results-dir>/store; "
+    "env LABCTL_STORE).",
+)
+@click.option("--no-store", is_flag=True, help="Write no results store (labctl runs import adds it later).")
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -93,7 +108,10 @@ def run(
     params: tuple[str, ...],
     results_dir: Path | None,
     report: bool,
+    strict_marginal: bool,
     lease_wait: float,
+    store_url: str | None,
+    no_store: bool,
 ) -> int:
     """Run PLAN with pytest on the lab (default: the simulated lab), then build the report.
 
@@ -108,6 +126,7 @@ def run(
       labctl run boot_storm --profile quick          # the short profile the test suite uses
       labctl run copy_reboot --param copy_paths=local_to_share
       labctl run 2007                                # boot storm, copy/reboot matrix, HA comparison
+      labctl run boot_storm --strict-marginal        # a marginal cell fails the run (CI)
     """
     files = plan_files(plan)
     check_simulator(lab_file, configuration)  # another simulated lab running: one line, exit 2
@@ -120,7 +139,9 @@ def run(
         profile=profile,
         params=params,
         lease_wait=lease_wait,
-        pytest_args=ctx.args,
+        strict_marginal=strict_marginal,
+        store_url=store_url,
+        pytest_args=[*ctx.args, *(["--no-store"] if no_store else [])],
     )
     code, run_dir = ran.code, ran.run_dir
     if _collect_only(ctx.args):
@@ -163,6 +184,7 @@ def run_plans(
     params: Sequence[str] = (),
     lease_wait: float = 0.0,
     store_url: str | None = None,
+    strict_marginal: bool = False,
     pytest_args: Sequence[str] = (),
 ) -> PlanRun:
     """Run the plan modules ``files`` in one pytest session (one run folder, one lease on the lab)
@@ -178,12 +200,14 @@ def run_plans(
         args += ["--lab", str(lab_file)]
     if configuration:
         args += ["--lab-config", configuration]
-    if profile:
+    if profile is not None:  # an empty --profile is refused by the plan loader, not dropped
         args += ["--profile", profile]
     for p in params:
         args += ["--plan-param", p]
     if store_url:
         args += ["--store", store_url]
+    if strict_marginal:
+        args.append("--strict-marginal")
     args += list(pytest_args)
     started = time.time()
     code = _pytest_exit_to_labctl(pytest.main(args))

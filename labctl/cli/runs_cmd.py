@@ -1,7 +1,9 @@
 """`labctl runs`: the results store: list and filter runs, show one, import run folders, query with SQL.
 
 The store is chosen by ``--store URL`` or ``LABCTL_STORE``: ``duckdb:FOLDER`` (the embedded default,
-``duckdb:<results>/store``) or ``postgresql://user@host/db`` for a team sharing one history.
+``duckdb:<results>/store``, where ``labctl run`` writes every run unless ``--no-store``) or
+``postgresql://user@host/db`` for a team sharing one history. A URL with a password is refused and
+never printed back (the password goes in PGPASSWORD or ~/.pgpass).
 """
 
 from __future__ import annotations
@@ -17,9 +19,17 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from labctl.cli.common import resolve_results_dir, results_dir_option
+from labctl.cli.common import lab_name, resolve_results_dir, results_dir_option
 from labctl.errors import EXIT_BAD_INPUT, EXIT_OK, BadInputError
-from labctl.store import STORE_ENV, ResultsStore, default_store_url, import_run, open_store, run_folders
+from labctl.records.run_record import ResponseIndex
+from labctl.store import (
+    STORE_ENV,
+    ResultsStore,
+    default_store_url,
+    import_run,
+    open_store,
+    run_folders,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,6 +62,40 @@ def open_cli_store(store_url: str | None, results_dir: Path | None) -> ResultsSt
     return open_store(store_url or default_store_url(resolve_results_dir(results_dir)))
 
 
+def index_text(ri: ResponseIndex | None) -> str:
+    """The words of a response-time index's headline (saturated at N sessions, or not up to N; the
+    share of good desktops); '' without one.
+
+    Seam: the one pure headline function is labctl/report/headline.py (the `vdireport` work,
+    merged at 06:00); until it is wired here, no headline is shown."""
+    return ""
+
+
+def run_headlines(store: ResultsStore, run_ids: list[str]) -> dict[str, str]:
+    """The VDI headline of each stored run (its cells' response-time indexes; a cell's id before
+    its headline when a run has several), '' for runs without one."""
+    if not run_ids:
+        return {}
+    marks = ", ".join("?" for _ in run_ids)
+    found: dict[str, list[tuple[str, str]]] = {}
+    query = (
+        "SELECT run_id, cell, response_index_json FROM cells WHERE response_index_json IS NOT NULL "
+        f"AND run_id IN ({marks}) ORDER BY run_id, seq, cell"
+    )
+    for run_id, cell, text in store.sql(query, run_ids).rows:
+        try:
+            words = index_text(ResponseIndex.model_validate_json(text))
+        except ValueError:
+            continue
+        if words:
+            found.setdefault(run_id, []).append((cell, words))
+    out = {}
+    for run_id in run_ids:
+        cells = found.get(run_id, [])
+        out[run_id] = cells[0][1] if len(cells) == 1 else "; ".join(f"{c}: {w}" for c, w in cells)
+    return out
+
+
 def parse_when(text: str | None, option: str) -> datetime | None:
     """``2026-11-21`` or ``2026-11-21T05:30`` (UTC) as a naive UTC datetime."""
     if text is None:
@@ -76,6 +120,12 @@ def print_table(t: Table) -> None:
     click.echo("\n".join(line.rstrip() for line in cap.get().splitlines()).strip("\n"))
 
 
+def _params_text(params: dict[str, Any], limit: int = 10) -> str:
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(params.items())[:limit])
+    more = f", ... ({len(params)} parameters)" if len(params) > limit else ""
+    return f"; {shown}{more}" if shown else ""
+
+
 def _when(d: datetime | None) -> str:
     return d.strftime("%Y-%m-%d %H:%M") if d else "-"
 
@@ -89,8 +139,11 @@ def _num(v: float | None) -> str:
 @click.group(
     invoke_without_command=True, short_help="List, show, import and query runs in the results store."
 )
-@click.option("--lab", default=None, help="Only runs of this lab.")
+@click.option(
+    "--lab", default=None, metavar="NAME|FILE", help="Only runs of this lab (a name or its inventory file)."
+)
 @click.option("--plan", default=None, help="Only runs of this plan.")
+@click.option("--profile", default=None, help="Only runs of this parameter profile (quick, full ...).")
 @click.option(
     "--outcome",
     type=click.Choice(["running", "passed", "failed", "lab_fault", "interrupted", "error"]),
@@ -110,6 +163,7 @@ def runs(
     ctx: click.Context,
     lab: str | None,
     plan: str | None,
+    profile: str | None,
     outcome: str | None,
     since: str | None,
     until: str | None,
@@ -133,15 +187,22 @@ def runs(
         return EXIT_OK
     store = open_cli_store(store_url, results_dir)
     rows = store.runs(
-        lab=lab,
+        lab=lab_name(lab, store.labs()) if lab else None,
         plan=plan,
+        profile=profile,
         outcome=outcome,
         since=parse_when(since, "--since"),
         until=parse_when(until, "--until"),
         limit=limit,
     )
+    headlines = run_headlines(store, [r.run_id for r in rows])
     if as_json:
-        click.echo(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
+        click.echo(
+            json.dumps(
+                [{**r.model_dump(mode="json"), "headline": headlines[r.run_id] or None} for r in rows],
+                indent=2,
+            )
+        )
         return EXIT_OK
     if not rows:
         click.echo(f"no runs in {store.url} match (import run folders with `labctl runs import --all`)")
@@ -149,19 +210,21 @@ def runs(
     t = Table(
         title=f"{len(rows)} runs in {store.url}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
     )
-    for col in ("run", "lab", "plan", "outcome", "started (UTC)", "cells", "duration s", "reason"):
+    for col in ("run", "lab", "plan", "profile", "outcome", "started (UTC)", "cells", "duration s", "reason"):
         t.add_column(col, overflow="fold")
     for r in rows:
         duration = f"{r.duration_s:.0f}" if r.duration_s is not None else "-"
+        reason = "; ".join(p for p in (headlines[r.run_id], r.reason or "") if p)
         t.add_row(
             r.run_id,
             r.lab,
             r.plan,
+            r.profile or "-",
             r.outcome,
             _when(r.started_utc),
             str(r.cells or 0),
             duration,
-            r.reason or "",
+            reason,
         )
     print_table(t)
     return EXIT_OK
@@ -202,7 +265,11 @@ def show(ctx: click.Context, run: str, as_json: bool, store_url: str | None, res
         return EXIT_OK
     click.echo(f"run:      {row.run_id}")
     click.echo(f"lab:      {row.lab}  plan: {row.plan}  configuration: {row.configuration or '-'}")
+    click.echo(f"kind:     {figures.kind.label()}{_params_text(figures.kind.parameters)}")
     click.echo(f"outcome:  {row.outcome}" + (f": {row.reason}" if row.reason else ""))
+    headline = run_headlines(store, [row.run_id])[row.run_id]
+    if headline:
+        click.echo(f"headline: {headline}")
     click.echo(
         f"started:  {_when(row.started_utc)} UTC  ended: {_when(row.ended_utc)}  host: {row.host or '-'}"
     )

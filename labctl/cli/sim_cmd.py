@@ -15,10 +15,10 @@ from rich.table import Table
 
 from labctl.cli.calibrate_cmd import calibrate
 from labctl.cli.common import config_option, lab_option
-from labctl.errors import EXIT_FAILED, EXIT_OK, BadInputError, LabctlError
-from labctl.inventory.load import display_path
+from labctl.errors import EXIT_FAILED, EXIT_OK, LabctlError
+from labctl.inventory.fault_targets import check_faults
+from labctl.inventory.load import display_path, load_lab
 from labctl.sim.endpoint import EndpointInfo
-from labctl.sim.faults import parse_fault_option
 from labctl.sim.simlab import EndpointHealth, SimNotRunningError, SimulatedLab, describe_faults
 from labctl.sim.state import default_state_dir, read_state, resolve_state_dir, state_path
 
@@ -175,11 +175,9 @@ def up(
     Runs in the background until `labctl sim down`. Exits 2 if one is already running or an
     address it needs is taken.
     """
-    for f in faults:
-        try:
-            parse_fault_option(f)
-        except ValueError as exc:
-            raise BadInputError(str(exc)) from None
+    # every target checked against the lab before anything starts (a fault that cannot fire
+    # would leave a clean storm "passing" it)
+    check_faults(faults, load_lab(lab_file, configuration, every_machine=True))
     t0 = time.monotonic()
 
     def terminated(signum: int, _frame: object) -> None:

@@ -13,23 +13,17 @@ from labctl.criteria.model import CriteriaFile, Criterion, load_criteria, parse_
 from labctl.criteria.variables import Names, lab_names
 from labctl.records.run_record import CellVerdict, CriterionVerdict, Outcome
 
-# former names of the verdict types (the records models replace them)
-Verdict = CellVerdict
-CriterionResult = CriterionVerdict
-
 __all__ = [
     "CellVerdict",
     "CriteriaFile",
     "CriteriaFileError",
     "Criterion",
-    "CriterionResult",
     "CriterionVerdict",
     "LabFault",
     "Names",
     "NoDataError",
     "Outcome",
     "ThresholdFailure",
-    "Verdict",
     "evaluate",
     "lab_names",
     "load_criteria",

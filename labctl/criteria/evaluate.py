@@ -21,7 +21,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any
 
 from labctl.criteria.errors import CriteriaFileError, LabFault, NoDataError, ThresholdFailure
 from labctl.criteria.expr import ExpressionError
@@ -44,11 +44,6 @@ from labctl.records.run_record import (
     worst,
 )
 from labctl.records.series import Series, SeriesProvider, iso_utc
-
-if TYPE_CHECKING:  # the former names, for the code that still uses them (see criteria.legacy)
-    from labctl.criteria.legacy import LegacyResult as CriterionResult  # noqa: F401
-    from labctl.criteria.legacy import LegacyVerdict
-    from labctl.criteria.legacy import LegacyVerdict as Verdict  # noqa: F401
 
 SUMMARY_FILE = "summary.json"  # where per-machine results are (a SeriesRef's file)
 
@@ -74,14 +69,16 @@ def contains(b: BandValue, v: float) -> bool:
     return (b.min is None or v >= b.min) and (b.max is None or v <= b.max)
 
 
-def outside_by(b: BandValue, v: float) -> float:
-    """How far ``v`` is outside the band (0 inside), for picking the worst entity."""
-    d = 0.0
-    if b.min is not None and v < b.min:
-        d = b.min - v
-    if b.max is not None and v > b.max:
-        d = max(d, v - b.max)
-    return d
+def badness(b: BandValue, v: float) -> float:
+    """How bad ``v`` is against the band, for picking the worst entity: how far past its nearest
+    limit (positive outside, negative inside: minus the margin left). So inside a ``max`` band the
+    highest value is the worst, inside a ``min`` band the lowest, and a value outside ranks above
+    every value inside. (Ranking by distance outside alone ranked every passing entity 0, and the
+    verdict named the first one instead of the worst.)"""
+    sides = [b.min - v] if b.min is not None else []
+    if b.max is not None:
+        sides.append(v - b.max)
+    return max(sides, default=v)
 
 
 def band_text(b: BandValue, unit: str = "") -> str:
@@ -396,7 +393,7 @@ def evaluate_criterion(
     ents = judged.entities
     if ents:
         if c.across == "worst":
-            decider = max(ents, key=lambda e: (e.outcome.severity, outside_by(r.pass_band, e.value)))
+            decider = max(ents, key=lambda e: (e.outcome.severity, badness(r.pass_band, e.value)))
             observed, entity, outcome = decider.value, decider.entity, decider.outcome
             crossing = decider.first_crossing_ts
         else:
@@ -417,6 +414,11 @@ def evaluate_criterion(
         outcome = Outcome.LAB_FAULT
 
     where = f" on {entity}" if entity and len(ents) > 1 else ""
+    short = _too_short(c, window)
+    if short and outcome is not Outcome.LAB_FAULT:
+        measured = f"; measured {stat} {fmt(observed)}{unit}{where}" if observed is not None else ""
+        outcome = Outcome.NO_DATA
+        judged.no_data = f"not judged: {short}{measured}"
     if outcome is Outcome.LAB_FAULT:
         message = f"{c.name}: {judged.fault}"
     elif outcome is Outcome.NO_DATA:
@@ -451,17 +453,30 @@ def evaluate_criterion(
         missing=judged.missing,
         series=judged.refs,
         message=message,
+        min_window_s=c.min_window_s,
+    )
+
+
+def _too_short(c: Criterion, window: Window | None) -> str:
+    """Why the window is too short for the criterion's band ("" when it is long enough). A phase
+    the cell did not run (an empty window) is plain no data, not a short one."""
+    if c.min_window_s is None or window is None or window.duration_s <= 0:
+        return ""
+    if window.duration_s >= c.min_window_s:
+        return ""
+    what = f"the {c.phase} phase" if c.phase else "the window"
+    return (
+        f"{what} lasted {fmt(window.duration_s)} s, shorter than the {fmt(c.min_window_s)} s this band "
+        "was measured over (a longer profile judges it)"
     )
 
 
 def cell_outcome(criteria: Sequence[CriterionVerdict]) -> Outcome:
-    """The worst criterion's outcome; a criterion that is not required cannot make it no_data."""
-    return worst(
-        Outcome.PASS if (c.outcome is Outcome.NO_DATA and not c.required) else c.outcome for c in criteria
-    )
+    """The worst criterion's outcome; a criterion that is not required, or whose window was too
+    short for it, cannot make it no_data."""
+    return worst(c.outcome if c.counts else Outcome.PASS for c in criteria)
 
 
-@overload
 def evaluate(
     criteria: CriteriaFile | Sequence[Criterion],
     data: SeriesProvider,
@@ -470,47 +485,12 @@ def evaluate(
     names: Names | None = None,
     window: Window | tuple[float, float] | None = None,
     only: Sequence[str] | None = None,
-) -> CellVerdict: ...
-
-
-@overload
-def evaluate(
-    criteria: CriteriaFile | Sequence[Criterion],
-    data: SeriesProvider,
-    summary: None = None,
-    *,
-    names: Names | None = None,
-    window: Window | tuple[float | None, float | None] | None = None,
-    only: Sequence[str] | None = None,
-    **legacy: Any,
-) -> LegacyVerdict: ...
-
-
-def evaluate(
-    criteria: CriteriaFile | Sequence[Criterion],
-    data: SeriesProvider,
-    summary: CellSummary | None = None,
-    *,
-    names: Names | None = None,
-    window: Window | tuple[float, float] | tuple[float | None, float | None] | None = None,
-    only: Sequence[str] | None = None,
-    **legacy: Any,
 ) -> CellVerdict:
     """Judge every criterion (or those named in ``only``) over the cell of ``summary``, in
     ``window`` (default: the summary's). Raises CriteriaFileError for a limit that does not
-    evaluate with ``names`` (a problem of the file, not of the lab).
-
-    Called the format-1 way (``cell=``, ``expected=``, no summary) it judges through
-    :mod:`labctl.criteria.legacy` and returns a verdict with the former methods."""
-    if summary is None:
-        from labctl.criteria.legacy import evaluate_legacy  # the adapter imports this module
-
-        return evaluate_legacy(criteria, data, names=names, window=window, only=only, **legacy)
+    evaluate with ``names`` (a problem of the file, not of the lab)."""
     if isinstance(window, tuple):
-        start, end = window
-        window = Window(start_ts_s=start, end_ts_s=end) if start is not None and end is not None else None
-    if legacy:
-        raise TypeError(f"evaluate() got unexpected arguments {', '.join(sorted(legacy))}")
+        window = Window(start_ts_s=window[0], end_ts_s=window[1])
     items = criteria.criteria if isinstance(criteria, CriteriaFile) else tuple(criteria)
     if only is not None:
         unknown = set(only) - {c.name for c in items}
@@ -544,6 +524,6 @@ def raise_for_outcome(verdict: CellVerdict, *, marginal_fails: bool = False) -> 
     failed = verdict.of(Outcome.FAIL) + (verdict.of(Outcome.MARGINAL) if marginal_fails else [])
     if failed:
         raise ThresholdFailure(_joined("threshold failure", failed, verdict.cell), evidence=failed)
-    missing = [r for r in verdict.of(Outcome.NO_DATA) if r.required]
+    missing = [r for r in verdict.of(Outcome.NO_DATA) if r.counts]
     if missing:
         raise NoDataError(_joined("no data", missing, verdict.cell), evidence=missing)

@@ -45,6 +45,11 @@ Fields of a criterion:
 - ``phase``: judge the series over that phase of the cell only (a name in the summary's
   ``phases``, e.g. ``steady``: "p95 of an operation group under 1 s at N sessions"); default the
   cell's whole window.
+- ``min_window_s``: the shortest window (the ``phase`` when it names one, else the cell's) the
+  band means something over, in lab seconds: a band measured over the paper's hour says nothing of
+  a ten-minute steady phase. A shorter window is *no_data* saying so ("not judged: the steady
+  phase lasted 600 s, this band needs 3600 s"), not a pass or a fail, and does not count toward
+  the cell (the quick profiles judge what their windows support).
 - ``required`` (default true): *no_data* fails the cell as missing data; with ``required: false``
   it is only reported (a per-machine result that no machine of the role has is then no data, not
   a lab fault: e.g. a figure only some cells of a plan measure).
@@ -87,6 +92,7 @@ from labctl.criteria.errors import CriteriaFileError
 from labctl.criteria.expr import BUILTINS, ExpressionError, names_in
 from labctl.criteria.expr import evaluate as eval_limit
 from labctl.criteria.variables import Names
+from labctl.inventory.userfile import CRITERIA_MAX_BYTES, UserFileError, check_yaml_text, read_user_text
 from labctl.records.run_record import result_fields
 
 Limit = float | int | str
@@ -178,6 +184,7 @@ class Criterion(_Frozen):
     min_coverage: float = Field(DEFAULT_MIN_COVERAGE, ge=0.0, le=1.0)
     required: bool = True
     phase: str | None = None  # judge only this phase of the cell (summary.phases), e.g. steady
+    min_window_s: float | None = Field(None, gt=0)  # a shorter judged window: not judged (no data)
     expect: str | None = None  # format 1, series only: the role whose machines must each have a series
     # format 1 per-machine criteria without `expect` judged the machines that had the value only
     _present_only: bool = PrivateAttr(False)
@@ -461,12 +468,13 @@ def parse_criteria(data: Any, source: str = "<criteria>", names: Names | None = 
 def load_criteria(path: str | Path, names: Names | None = None) -> CriteriaFile:
     """Load and check a criteria file (YAML): see :func:`parse_criteria`."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
+    try:  # bounded in size, type and depth before it is parsed (labctl.inventory.userfile)
+        text = read_user_text(p, what="criteria file", max_bytes=CRITERIA_MAX_BYTES)
+        check_yaml_text(text, str(p), "criteria file")
     except FileNotFoundError:
         raise CriteriaFileError(f"{p}: criteria file not found (write one next to the plan)") from None
-    except OSError as exc:
-        raise CriteriaFileError(f"{p}: cannot read it ({exc.strerror or exc})") from None
+    except UserFileError as exc:
+        raise CriteriaFileError(str(exc)) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

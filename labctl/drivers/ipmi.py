@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from labctl.drivers.power_verbs import PowerReading, PowerVerb
@@ -34,6 +35,8 @@ _CONTROL: dict[PowerVerb, int] = {
 CHASSIS_NETFN = 0x00
 GET_CHASSIS_STATUS = 0x01
 CHASSIS_CONTROL = 0x02
+APP_NETFN = 0x06
+GET_DEVICE_ID = 0x01
 _SAID: dict[PowerVerb, str] = {
     PowerVerb.ON: "power up",
     PowerVerb.GRACEFUL_OFF: "soft off (ACPI)",
@@ -45,6 +48,40 @@ _SAID: dict[PowerVerb, str] = {
 
 class IpmiError(EndpointError):
     pass
+
+
+@dataclass(frozen=True)
+class DeviceId:
+    """Get Device ID (IPMI 2.0 section 20.1): what the BMC says it is."""
+
+    device_id: int
+    device_revision: int
+    firmware: str  # "4.40": major (binary) . minor (two BCD digits), as ipmitool prints it
+    ipmi_version: str  # "2.0"
+    manufacturer_id: int  # IANA enterprise number: 674 is Dell
+    product_id: int
+
+
+def _bcd(byte: int) -> str:
+    return f"{byte >> 4}{byte & 0x0F}"
+
+
+def parse_device_id(data: bytes | bytearray | list[int]) -> DeviceId:
+    """The Get Device ID response body (without the completion code).
+
+    The firmware's minor revision and the IPMI version are BCD (table 20-2): 0x40 is "40", not 64.
+    """
+    b = bytes(data)
+    if len(b) < 11:
+        raise ValueError(f"Get Device ID answered {len(b)} bytes, expected at least 11")
+    return DeviceId(
+        device_id=b[0],
+        device_revision=b[1] & 0x0F,
+        firmware=f"{b[2] & 0x7F}.{_bcd(b[3])}",
+        ipmi_version=f"{b[4] & 0x0F}.{b[4] >> 4}",
+        manufacturer_id=int.from_bytes(b[6:9], "little") & 0x0FFFFF,
+        product_id=int.from_bytes(b[9:11], "little"),
+    )
 
 
 class IpmiTimeout(EndpointTimeout):
@@ -152,11 +189,11 @@ class IpmiClient:
             raise IpmiError(self.endpoint, action, "not connected", "call open() first")
         return self._cmd
 
-    def _raw(self, action: str, command: int, data: tuple[int, ...] = ()) -> dict[str, Any]:
+    def _raw(
+        self, action: str, command: int, data: tuple[int, ...] = (), *, netfn: int = CHASSIS_NETFN
+    ) -> dict[str, Any]:
         cmd = self._command(action)
-        response = self._within(
-            action, lambda: cmd.raw_command(netfn=CHASSIS_NETFN, command=command, data=data)
-        )
+        response = self._within(action, lambda: cmd.raw_command(netfn=netfn, command=command, data=data))
         if "error" in response:
             raise IpmiError(
                 self.endpoint,
@@ -173,6 +210,15 @@ class IpmiClient:
         if not data:
             return PowerReading.UNKNOWN
         return PowerReading.ON if data[0] & 1 else PowerReading.OFF
+
+    def device_id(self) -> DeviceId:
+        """Get Device ID: the BMC's firmware revision, IPMI version, manufacturer and product."""
+        action = "read the BMC's device id"
+        response = self._raw(action, GET_DEVICE_ID, netfn=APP_NETFN)
+        try:
+            return parse_device_id(response.get("data") or b"")
+        except ValueError as exc:
+            raise IpmiError(self.endpoint, action, str(exc)) from None
 
     def act(self, verb: PowerVerb) -> str:
         """One Chassis Control request for ``verb`` (a single round trip); what the BMC did."""

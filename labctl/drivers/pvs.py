@@ -5,6 +5,12 @@ bare object (ConvertTo-Json unwraps one-element arrays). Per device: ``Name``, `
 (``00-1A-A0-07-00-01``), ``Active``, ``Status`` (``"<retries>,<RAM cache %>"``), ``ServerName``,
 ``Ip``, ``BootTime`` (seconds from first network contact to the agent up, or null while booting),
 ``DiskVersion``.
+
+Checked against Citrix's PvsDeviceInfo reference (PVS 1903 "PowerShell with Objects" guide): the
+name is ``Name`` or ``DeviceName``; an inactive device has ``Ip`` 0.0.0.0, ``DiskVersion`` 0,
+``ServerName`` and ``Status`` "" (read as none, not as an address or version 0). ``BootTime`` is
+not a PvsDeviceInfo field there: where it comes from on a real farm is unverified
+(docs/conformance.md).
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ from typing import Any
 from labctl.drivers.readings import Reading
 
 DEVICE_INFO_COMMAND = 'powershell -NoProfile -Command "Get-PvsDeviceInfo | ConvertTo-Json"'
+
+
+INACTIVE_IP = "0.0.0.0"  # PvsDeviceInfo.Ip of a device that is not active
 
 
 class PvsError(ValueError):
@@ -78,8 +87,9 @@ def parse_device_info(text: str) -> list[DeviceInfo]:
         raise PvsError(f"device status is neither an array nor an object: {type(data).__name__}")
     out = []
     for item in data:
-        if not isinstance(item, dict) or "Name" not in item:
-            raise PvsError(f"device entry without a Name: {str(item)[:80]}")
+        if not isinstance(item, dict) or not (item.get("Name") or item.get("DeviceName")):
+            raise PvsError(f"device entry without a Name or DeviceName: {str(item)[:80]}")
+        name = item.get("Name") or item.get("DeviceName")
         retries, cache = _status(item.get("Status"))
         boot = item.get("BootTime")
         try:
@@ -88,15 +98,17 @@ def parse_device_info(text: str) -> list[DeviceInfo]:
             boot_s = None
         out.append(
             DeviceInfo(
-                name=str(item["Name"]),
+                name=str(name),
                 mac=_mac(item.get("DeviceMac")),
                 active=_bool(item.get("Active")),
                 retries=retries,
                 ram_cache_pct=cache,
                 server=str(item.get("ServerName") or ""),
-                ip=(str(item["Ip"]) if item.get("Ip") else None),
+                ip=(str(item["Ip"]) if item.get("Ip") and str(item["Ip"]) != INACTIVE_IP else None),
                 boot_time_s=boot_s,
-                disk_version=(str(item["DiskVersion"]) if item.get("DiskVersion") is not None else None),
+                disk_version=(
+                    str(item["DiskVersion"]) if item.get("DiskVersion") not in (None, 0, "0") else None
+                ),
             )
         )
     return out

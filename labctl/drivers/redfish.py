@@ -90,6 +90,10 @@ _RESET_TYPES: dict[PowerVerb, tuple[str, ...]] = {
 }
 
 
+# ResetType -> the PowerState it leaves the system in, for the ones that are a no-op there
+_SETTLED = {"On": "On", "ForceOff": "Off", "GracefulShutdown": "Off"}
+
+
 def reset_type_for(verb: PowerVerb, allowed: tuple[str, ...]) -> str:
     """The ResetType for ``verb``: the first of its choices the system allows (``allowed`` empty:
     not advertised, so the first choice, and the BMC says if it objects)."""
@@ -216,7 +220,12 @@ class RedfishClient:
         action = "log in"
         why_basic = ""
         attempt = 0
-        while True:
+        # A service root that names no session service (sushy-tools, some older BMCs) has none:
+        # a POST to the usual URI would be refused as unauthenticated (401), not as absent (404).
+        advertised = bool(self.root.get("SessionService") or (self.root.get("Links") or {}).get("Sessions"))
+        if self.root and not advertised:
+            why_basic = "no session service in the service root"
+        while not why_basic:
             attempt += 1
             resp = self._raw("POST", login_url, {"UserName": self.bmc.user, "Password": password}, action)
             if resp.status in _OK and resp.getheader("x-auth-token"):
@@ -485,6 +494,12 @@ class RedfishClient:
         mid, _ = extended_message(resp)
         if resp.status in (400, 409) and ("PSU501" in mid or "PSU502" in mid):
             return "already"
+        if resp.status == 409 and reset_type in _SETTLED:
+            # iDRAC answers a reset to where the system already is with 409; its message id differs
+            # between firmware releases (and for "already off" is not published), so the system's
+            # own PowerState decides
+            if self.power_state() == _SETTLED[reset_type]:
+                return "already"
         raise self._status_error(action, resp)
 
     def plan_reset(self, verb: PowerVerb) -> ResetPlan:

@@ -6,6 +6,17 @@
 ``(*)`` expands into one column per instance), then one row per sample stamped with the server's
 local time ``MM/DD/YYYY HH:MM:SS.mmm``, and finally status lines such as ``Exiting, please wait...``
 and ``The command completed successfully.``. Those timestamps are the source's own and are kept.
+
+Time zones: console ``typeperf`` prints ``"(PDH-CSV 4.0)"`` and local times with no zone at all;
+logs written by Performance Monitor / ``relog`` carry the zone's (localised) name and its bias,
+``"(PDH-CSV 4.0) (Pacific Standard Time)(480)"`` (UTC = local + bias minutes; the name can hold
+parentheses of its own, ``(Maroc (heure d'été))``). The parser never guesses: a local time becomes
+UTC through the zone the inventory declares for the server (``time_zone:``, IANA, DST-correct per
+row), else through the header's bias; with neither it refuses (:class:`TimeZoneUnknown`) instead of
+taking the local time for UTC, which shifted a Windows server's samples by hours against the
+arrays' and vCenter's. When both are there and disagree, it refuses too.
+
+Missing values: PDH leaves a cell it could not compute empty or as ``" "``; those become no reading.
 """
 
 from __future__ import annotations
@@ -13,9 +24,10 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from labctl.drivers.readings import Reading
 
@@ -55,12 +67,16 @@ _METRICS: dict[tuple[str, str], tuple[str, str, float]] = {
     ("physicaldisk", "% disk time"): ("disk_busy_pct", "%", 1.0),
 }
 
-_HEADER = re.compile(r"^\(PDH-CSV (?P<version>[\d.]+)\)(?:\s*\((?P<tz>[^)]*)\)\((?P<bias>-?\d+)\))?")
-_STATUS_LINES = ("exiting, please wait", "the command completed successfully", "error:")
+# "(PDH-CSV 4.0)" alone, or with "(zone name)(bias)"; a localised zone name may hold parentheses
+_HEADER = re.compile(r"^\(PDH-CSV (?P<version>[\d.]+)\)(?:\s*\((?P<tz>.*)\)\((?P<bias>[-+]?\d+)\))?\s*$")
 
 
 class TypeperfError(ValueError):
     """The output is not PDH-CSV, or typeperf reported an error instead of data."""
+
+
+class TimeZoneUnknown(TypeperfError):
+    """typeperf's local times cannot be placed in UTC: no zone in the header and none declared."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +137,7 @@ class PdhTable:
     columns: tuple[CounterPath, ...]
     utc_bias_min: int | None  # UTC = local + bias (Windows convention); None: not in the header
     rows: tuple[tuple[datetime, tuple[float | None, ...]], ...]  # naive local timestamps
+    zone_name: str | None = None  # the header's (localised) zone name, when it has one
 
 
 def parse_pdh_csv(text: str) -> PdhTable:
@@ -140,10 +157,10 @@ def parse_pdh_csv(text: str) -> PdhTable:
                 raise TypeperfError(f"typeperf reported: {stripped}")
             continue
         if not stripped.startswith('"'):
-            low = stripped.lower()
-            if low.startswith(_STATUS_LINES) or low.startswith("the command"):
-                continue
-            raise TypeperfError(f"unexpected line in typeperf output: {stripped[:80]!r}")
+            # every data row is quoted; anything else after the header is typeperf's status text,
+            # in the server's language ("Exiting, please wait...", "Der Befehl wurde erfolgreich
+            # ausgeführt."): English or not, it carries no sample
+            continue
         data_lines.append(stripped)
     if not header_seen:
         raise TypeperfError("no PDH-CSV header in typeperf output")
@@ -153,6 +170,7 @@ def parse_pdh_csv(text: str) -> PdhTable:
     if not m:
         raise TypeperfError(f"unexpected first header cell {header[0]!r}")
     bias = int(m["bias"]) if m["bias"] is not None else None
+    zone_name = m["tz"] if m["bias"] is not None else None
     columns = tuple(CounterPath.parse(h) for h in header[1:])
     rows = []
     for cells in body:
@@ -170,7 +188,7 @@ def parse_pdh_csv(text: str) -> PdhTable:
             except ValueError:
                 values.append(None)
         rows.append((ts, tuple(values)))
-    return PdhTable(columns, bias, tuple(rows))
+    return PdhTable(columns, bias, tuple(rows), zone_name)
 
 
 def to_epoch(local: datetime, utc_bias_min: int) -> float:
@@ -178,20 +196,50 @@ def to_epoch(local: datetime, utc_bias_min: int) -> float:
     return (local + timedelta(minutes=utc_bias_min)).replace(tzinfo=UTC).timestamp()
 
 
+def zone_epoch(local: datetime, time_zone: str) -> float:
+    """A local timestamp in an IANA zone as seconds since the epoch (DST-correct; in the hour a
+    clock repeats, the first of the two, as PDH's own local time cannot tell them apart)."""
+    return local.replace(tzinfo=ZoneInfo(time_zone), fold=0).timestamp()
+
+
+def clock(table: PdhTable, machine: str, time_zone: str | None) -> Callable[[datetime], float]:
+    """How this table's local times become epoch seconds; refuses to guess (see the module doc)."""
+    if time_zone is not None:
+        if table.utc_bias_min is not None and table.rows:
+            local = table.rows[0][0]
+            offset = local.replace(tzinfo=ZoneInfo(time_zone)).utcoffset() or timedelta(0)
+            declared = -round(offset.total_seconds() / 60)  # Windows' bias: UTC - local
+            if declared != table.utc_bias_min:
+                raise TypeperfError(
+                    f"{machine}: typeperf's header says ({table.zone_name})({table.utc_bias_min}) but the "
+                    f"inventory's time_zone {time_zone} has a bias of {declared} min then; fix the server's "
+                    "time_zone: in the inventory (or the server's clock)"
+                )
+        return lambda local: zone_epoch(local, time_zone)
+    if table.utc_bias_min is not None:
+        bias = table.utc_bias_min
+        return lambda local: to_epoch(local, bias)
+    raise TimeZoneUnknown(
+        f"{machine}: typeperf printed local times without a zone and the inventory declares none; "
+        f"add time_zone: <IANA zone, e.g. America/Los_Angeles or UTC> to server {machine}"
+    )
+
+
 def samples_from_pdh(
     text: str,
     machine: str,
     *,
-    utc_bias_min: int = 0,
+    time_zone: str | None = None,
     memory_total_mb: float | None = None,
 ) -> list[Reading]:
     """Readings from typeperf output, one per cell, plus derived NIC utilisation and used memory.
 
-    ``utc_bias_min`` is used when the header does not carry the server's time zone bias.
+    ``time_zone`` is the server's clock zone as the inventory declares it (IANA); without it the
+    header's bias is used, and without either the output is refused (:class:`TimeZoneUnknown`).
     ``memory_total_mb`` (from the inventory) turns ``Available MBytes`` into ``memory_used_mb``.
     """
     table = parse_pdh_csv(text)
-    bias = table.utc_bias_min if table.utc_bias_min is not None else utc_bias_min
+    epoch = clock(table, machine, time_zone) if table.rows else (lambda local: 0.0)
     metas = []
     for col in table.columns:
         metric, unit, factor = metric_for(col.obj, col.counter)
@@ -200,7 +248,7 @@ def samples_from_pdh(
         metas.append((entity, metric, unit, factor))
     out: list[Reading] = []
     for local, values in table.rows:
-        ts = to_epoch(local, bias)
+        ts = epoch(local)
         by_key: dict[tuple[str, str], float] = {}
         for (entity, metric, unit, factor), v in zip(metas, values, strict=True):
             if v is None:
@@ -278,9 +326,9 @@ def query_objects(counters: Iterable[str]) -> list[str]:
 class PdhStream:
     """Parse typeperf output one line at a time (``typeperf ... -si S`` without ``-sc`` streams)."""
 
-    def __init__(self, machine: str, *, utc_bias_min: int = 0, memory_total_mb: float | None = None):
+    def __init__(self, machine: str, *, time_zone: str | None = None, memory_total_mb: float | None = None):
         self.machine = machine
-        self.utc_bias_min = utc_bias_min
+        self.time_zone = time_zone
         self.memory_total_mb = memory_total_mb
         self.header: str | None = None
 
@@ -299,6 +347,6 @@ class PdhStream:
         return samples_from_pdh(
             self.header + "\n" + s,
             self.machine,
-            utc_bias_min=self.utc_bias_min,
+            time_zone=self.time_zone,
             memory_total_mb=self.memory_total_mb,
         )

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -39,19 +38,6 @@ class Exceeded:
     line: int | None
     message: str
     fix: str
-
-
-def read_bytes(path: Path) -> bytes | Exceeded:
-    """The file's bytes, or what is wrong with its size (reads at most one byte past the bound)."""
-    with path.open("rb") as f:
-        raw = f.read(MAX_FILE_BYTES + 1)
-    if len(raw) > MAX_FILE_BYTES:
-        return Exceeded(
-            None,
-            f"the file is larger than {MAX_FILE_BYTES // 2**20} MB",
-            "describe machines with ranges such as name: pc-[001-500]; split the file or check what it holds",
-        )
-    return raw
 
 
 def decode(raw: bytes) -> str | Exceeded:
@@ -102,7 +88,7 @@ def _line(event: yaml.Event) -> int | None:
     return event.start_mark.line + 1 if event.start_mark is not None else None
 
 
-def check_aliases(node: yaml.Node) -> Exceeded | None:
+def check_aliases(node: yaml.Node, max_nodes: int = MAX_NODES) -> Exceeded | None:
     """The document's size with every alias expanded, counted once per node (memoised)."""
     sizes: dict[int, int] = {}
     for n in _post_order(node):
@@ -113,10 +99,10 @@ def check_aliases(node: yaml.Node) -> Exceeded | None:
         else:
             size = 1
         sizes[id(n)] = size
-        if size > MAX_NODES:
+        if size > max_nodes:
             return Exceeded(
                 n.start_mark.line + 1 if n.start_mark is not None else None,
-                f"YAML aliases here expand to more than {MAX_NODES} items (an alias bomb?)",
+                f"YAML aliases here expand to more than {max_nodes} items (an alias bomb?)",
                 "write the items out, or use fewer *aliases of anchors that hold aliases",
             )
     return None

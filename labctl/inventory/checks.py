@@ -81,6 +81,7 @@ def screen(data: dict[str, Any], inventory_dir: Path) -> list[Finding]:
     out: list[Finding] = []
     _walk(data, (), out)
     _names(data, out)
+    _vdi_names(data, out)
     _ca_files(data, inventory_dir, out)
     lab = data.get("lab")
     if isinstance(lab, dict) and lab.get("simulated") is True:
@@ -292,6 +293,15 @@ def _snmp_options(query: str, safe: str, loc: Loc, out: list[Finding]) -> None:
 
 
 def _user(user: str, loc: Loc, out: list[Finding]) -> None:
+    if ":" in user:  # user:password pasted into the user field: never echo it
+        out.append(
+            Finding(
+                loc,
+                "user name has ':' (a password after it?)",
+                "write the account name alone; the password goes in password: as env:NAME or secret:KEY",
+            )
+        )
+        return
     bad = _USER_BAD.search(user)
     if not user or bad or len(user) > 128:
         what = "is empty" if not user else (f"has {bad[0]!r}" if bad else "is too long")
@@ -331,6 +341,67 @@ def _names(data: dict[str, Any], out: list[Finding]) -> None:
             for key in entries:
                 if isinstance(key, str):
                     _name(key, (section, key), what, out)
+
+
+# vdi: section -> (what the message calls a name there, the keys of each entry holding names)
+_VDI_NAMES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "clusters": ("cluster name", ("name",)),
+    "datastores": ("datastore name", ("name", "volume")),
+    "pvs_servers": ("PVS server name", ("name",)),
+    "pools": ("pool name", ("name",)),
+    "launchers": ("launcher name", ("name",)),
+}
+# a launcher script path: a Windows path of plain words (it goes on the launcher's command line)
+_SCRIPT = re.compile(r"^(?:[A-Za-z]:)?[\\/]?(?:[A-Za-z0-9._ -]+[\\/])*[A-Za-z0-9._-]+$")
+# any other script is a command line (`labctl launcher --config F`) run by a POSIX shell: words of
+# plain characters, no shell operators, quotes or expansions
+_COMMAND = re.compile(r"^[A-Za-z0-9._/:=@+,\\-]+(?: [A-Za-z0-9._/:=@+,\\-]+)*$")
+
+
+def _vdi_names(data: dict[str, Any], out: list[Finding]) -> None:
+    """Names in ``vdi:`` follow the same rule as machine names: desktops, hosts, launchers and
+    PVS servers become VM and host names, SSH targets, command-line words and cell ids."""
+    vdi = data.get("vdi")
+    if not isinstance(vdi, dict):
+        return
+    for section, (what, keys) in _VDI_NAMES.items():
+        for i, item in enumerate(_list(vdi, section)):
+            for key in keys:
+                if isinstance(item.get(key), str):
+                    _name(item[key], ("vdi", section, i, key), what, out)
+            tags = item.get("tags")
+            for j, tag in enumerate(tags if isinstance(tags, list) else []):
+                if isinstance(tag, str):
+                    _name(tag, ("vdi", section, i, "tags", j), "tag", out)
+    for i, pool in enumerate(_list(vdi, "pools")):
+        if isinstance(pool.get("desktops"), str):
+            _name(pool["desktops"], ("vdi", "pools", i, "desktops"), "desktop name", out)
+    for i, cluster in enumerate(_list(vdi, "clusters")):
+        for j, host in enumerate(_list(cluster, "hosts")):
+            if isinstance(host.get("name"), str):
+                _name(host["name"], ("vdi", "clusters", i, "hosts", j, "name"), "host name", out)
+    for i, launcher in enumerate(_list(vdi, "launchers")):
+        access = launcher.get("access")
+        script = access.get("script") if isinstance(access, dict) else None
+        if not isinstance(script, str) or _BAD_TEXT.search(script):
+            continue
+        if script.lower().endswith(".ps1") and not _SCRIPT.match(script):
+            out.append(
+                Finding(
+                    ("vdi", "launchers", i, "access", "script"),
+                    f"launcher script {shown(script)} is not a plain path",
+                    r"write a path of letters, digits, '-', '_', '.' and spaces, e.g. C:\labctl\launcher.ps1",
+                )
+            )
+        elif not script.lower().endswith(".ps1") and not _COMMAND.match(script):
+            out.append(
+                Finding(
+                    ("vdi", "launchers", i, "access", "script"),
+                    f"launcher command {shown(script)} holds shell operators, quotes or expansions",
+                    "write plain words separated by single spaces, e.g. "
+                    "/opt/labctl/bin/labctl launcher --config /etc/labctl/launcher.yaml",
+                )
+            )
 
 
 def _vcenter_names(vc: dict[str, Any], loc: Loc, out: list[Finding]) -> None:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from enum import StrEnum
 from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from labctl.errors import UnknownTargetError
 from labctl.inventory.agents import Agents, AgentsSpec
 from labctl.inventory.faults import FaultSpec
+from labctl.inventory.refs import CredentialRef
 from labctl.inventory.twin_params import TwinParameters
 from labctl.inventory.vdi import VdiLab, VdiSpec
 
@@ -31,9 +33,7 @@ class Frozen(BaseModel):
 
 # --- credentials -------------------------------------------------------------------------------
 
-# A credential *reference*, never a value: ``env:NAME`` reads the environment variable NAME,
-# ``secret:KEY`` reads KEY from the YAML secrets file named by $LABCTL_SECRETS_FILE.
-CredentialRef = Annotated[str, Field(pattern=r"^(env|secret):[A-Za-z_][A-Za-z0-9_.-]*$")]
+# A credential *reference*, never a value (labctl.inventory.refs): CredentialRef, imported above.
 
 
 class TlsMode(StrEnum):
@@ -160,6 +160,21 @@ class ClientHardware(Frozen):
     local_disk: bool = False  # diskless streaming clients have none
 
 
+def _iana_zone(name: str) -> str:
+    """A server's clock zone as an IANA name (``Europe/Berlin``, ``UTC``): what its local times mean."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"time_zone {name!r} is not an IANA time zone; write e.g. America/Los_Angeles, Europe/Berlin or UTC"
+        ) from None
+    return name
+
+
+# The zone a Windows server's clock runs in: console typeperf stamps samples in local time with no
+# zone, so without it those samples cannot be placed against the arrays' and vCenter's (UTC) clocks.
+TimeZone = Annotated[str, AfterValidator(_iana_zone)]
+
 # --- machines (as written, ranges allowed) -------------------------------------------------------
 
 
@@ -200,6 +215,7 @@ class ServerSpec(Frozen):
     hardware: ServerHardware | None = None
     tags: tuple[str, ...] = ()
     configurations: tuple[str, ...] = ()
+    time_zone: TimeZone | None = None  # its clock's zone (IANA); typeperf's local times need it
 
 
 class VmSpec(Frozen):
@@ -373,6 +389,7 @@ class Machine(Frozen):
     client_hardware: ClientHardware | None = None
     server_hardware: ServerHardware | None = None
     agent: str | None = None  # the site agent that serves it (from agents:), None: this controller
+    time_zone: str | None = None  # servers: the clock's IANA zone, as declared (None: not declared)
 
     @property
     def ssh_host(self) -> str | None:

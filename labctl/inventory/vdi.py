@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt
 
+from labctl.inventory.refs import CredentialRef
 from labctl.inventory.vdi_params import VdiTwinParameters
 
 
@@ -173,13 +174,17 @@ class PoolSpec(_Frozen):
     tags: tuple[str, ...] = ()
 
 
+# Launcher backends labctl has (labctl/lab/launchers/registry.py, whose keys a test keeps equal).
+LAUNCHER_KINDS: tuple[str, ...] = ("ssh",)
+
+
 class LauncherAccess(_Frozen):
     """How labctl reaches a launcher machine (``kind: ssh``: OpenSSH for Windows on the launcher,
     running labctl's launcher script; see docs/session-launchers.md)."""
 
     user: str
-    password: str | None = None  # a credential reference (env:NAME, secret:KEY), never the value
-    key_file: str | None = None  # a credential reference to a private key's path
+    password: CredentialRef | None = None  # a credential reference (env:NAME, secret:KEY), never the value
+    key_file: CredentialRef | None = None  # a credential reference to a private key's path
     port: int = Field(22, ge=1, le=65535)
     host_key_policy: Literal["strict", "accept-new", "insecure"] = "strict"
     known_hosts: str | None = None

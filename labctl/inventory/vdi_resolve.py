@@ -14,6 +14,7 @@ import difflib
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 
+from labctl.inventory import vdi_checks
 from labctl.inventory.model import (
     ClusterSpec,
     DatacenterSpec,
@@ -259,6 +260,8 @@ class VdiResolver:
         pools = self._pools(pvs)
         launchers = self._launchers(pools)
         self._capacity(pools)
+        vdi_checks.check_datastore_sizes(self.vdi, arrays, self.add)
+        vdi_checks.check_launchers(self.vdi, self.add)
         taken = set(taken_names)
         for i, ps in enumerate(self.vdi.pools):
             if ps.name in taken:
@@ -311,6 +314,8 @@ class VdiResolver:
                         f"RAID groups of {width} drives need more than the tier's {t.count}",
                         f"give raid_width: {t.count} or fewer",
                     )
+                if t.count >= least and not (even and t.count % 2):
+                    vdi_checks.check_tier(t, width, tloc, self.add)
                 if any(x.drive is t.drive for x in tiers):
                     self.add(
                         (*tloc, "drive"), f"two tiers of {t.drive.value} drives", "merge them into one tier"
@@ -333,7 +338,8 @@ class VdiResolver:
                 ControllerMode.ACTIVE_STANDBY if kind == "equallogic" else ControllerMode.ACTIVE_ACTIVE
             )
             base = _CONTROLLER_NAMES.get(kind, ("a", "b"))
-            names = tuple(base[k] if k < len(base) else f"ctrl_{k + 1}" for k in range(a.controllers))
+            vdi_checks.check_controllers(a.controllers, mode, kind, base, loc, self.add)
+            names = tuple(base[k] for k in range(min(a.controllers, len(base))))
             out[a.array] = ArrayHardware(
                 name=a.array,
                 kind=kind,

@@ -26,17 +26,16 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from labctl.drivers.ssh import SshError
-from labctl.errors import EndpointError, LabctlError
+from labctl.errors import BadInputError, EndpointError, LabctlError
 from labctl.inventory.model import Lab, Machine, MachineKind
+from labctl.lab.context import LabContext
 from labctl.lab.power.backend import in_pool
+from labctl.lab.power.facade import Power
 from labctl.lab.power.model import Action, State
-from labctl.lab.sites import link_for
-
-if TYPE_CHECKING:
-    from labctl.lab.session import LabSession
+from labctl.lab.ready import ReadyWatch
 
 QUARANTINE_FILE_VAR = "LABCTL_QUARANTINE_FILE"
 DEFAULT_QUARANTINE_FILE = Path(__file__).resolve().parents[2] / ".labctl" / "quarantine.json"
@@ -68,23 +67,25 @@ def _verdict(m: Machine, checks: dict[str, str]) -> DeviceHealth:
     return DeviceHealth(m.name, m.kind.value, ok, checks, time.time())
 
 
-def _ssh_answers(session: LabSession, m: Machine) -> str:
+def _ssh_answers(ctx: LabContext, m: Machine) -> str:
     try:
-        res = session.ssh.run(
-            session.ssh_target(m),
+        res = ctx.ssh.run(
+            ctx.ssh_target(m),
             ["hostname"],
             timeout_s=SSH_CHECK_TIMEOUT_S,
             action="health check (hostname)",
         )
     except EndpointError as exc:
         if isinstance(exc, SshError) and exc.kind not in ("auth", "hostkey"):
-            session.ssh.forget(session.ssh_target(m))
+            ctx.ssh.forget(ctx.ssh_target(m))
         return exc.reason or str(exc)
     return OK if res.ok else f"hostname exited {res.exit_status}"
 
 
 def check_local(
-    session: LabSession,
+    ctx: LabContext,
+    power: Power,
+    ready: ReadyWatch,
     machines: Sequence[Machine],
     *,
     wake: bool = False,
@@ -93,7 +94,7 @@ def check_local(
     """Check machines from this process (an agent checks its own machines with this)."""
     if not machines:
         return {}
-    states = session.power.state([m.name for m in machines])
+    states = power.state([m.name for m in machines])
     checks: dict[str, dict[str, str]] = {m.name: {} for m in machines}
     to_wake: list[Machine] = []
     to_ssh: list[Machine] = []
@@ -115,18 +116,18 @@ def check_local(
             else:
                 c["wake"] = "- not checked (off; wake=True wakes it)"
     if to_wake:
-        report = session.power.act(Action.ON, [m.name for m in to_wake])
+        report = power.act(Action.ON, [m.name for m in to_wake])
         woken = [m for m in to_wake if report.outcomes[m.name].ok]
         for m in to_wake:
             if not report.outcomes[m.name].ok:
                 checks[m.name]["wake"] = report.outcomes[m.name].detail
-        ready = session.wait_ready([m.name for m in woken], timeout_s=wake_timeout_s) if woken else {}
-        for name, r in ready.items():
+        seen = ready.wait([m.name for m in woken], timeout_s=wake_timeout_s) if woken else {}
+        for name, r in seen.items():
             checks[name]["wake"] = OK if r.ready else f"{r.state}: {r.detail}"
     lock = threading.Lock()
 
     def ssh(m: Machine) -> None:
-        word = _ssh_answers(session, m)
+        word = _ssh_answers(ctx, m)
         with lock:
             checks[m.name]["ssh"] = word
 
@@ -134,21 +135,68 @@ def check_local(
     return {m.name: _verdict(m, checks[m.name]) for m in machines}
 
 
+class RemoteHealth(Protocol):
+    """What the health check needs of the link to the site agents: they check their own machines."""
+
+    def health(
+        self, machines: Sequence[Machine], *, wake: bool, wake_timeout_s: float
+    ) -> dict[str, DeviceHealth]: ...
+
+
+class Health:
+    """``session.health``: device checks, built with the lab context, the power and readiness
+    services it uses, and, for a lab with site agents, the link to them."""
+
+    def __init__(self, ctx: LabContext, power: Power, ready: ReadyWatch, agents: RemoteHealth | None = None):
+        self.ctx = ctx
+        self.power = power
+        self.ready = ready
+        self.agents = agents
+
+    def check_local(
+        self, machines: Sequence[Machine], *, wake: bool = False, wake_timeout_s: float = WAKE_TIMEOUT_S
+    ) -> dict[str, DeviceHealth]:
+        """Check machines from this process (an agent checks its own machines with this)."""
+        return check_local(
+            self.ctx, self.power, self.ready, machines, wake=wake, wake_timeout_s=wake_timeout_s
+        )
+
+    def check(
+        self,
+        machines: Sequence[Machine] | Sequence[str],
+        *,
+        wake: bool = False,
+        wake_timeout_s: float = WAKE_TIMEOUT_S,
+    ) -> dict[str, DeviceHealth]:
+        """A quick health check of every machine; those a site agent serves are checked by it."""
+        ms = [self.ctx.lab.machine(m) if isinstance(m, str) else m for m in machines]
+        local = [m for m in ms if not m.agent]
+        remote = [m for m in ms if m.agent]
+        out = self.check_local(local, wake=wake, wake_timeout_s=wake_timeout_s)
+        if remote:
+            if self.agents is None:
+                raise BadInputError(
+                    f"{remote[0].name}: checked by its site agent, but this session of lab "
+                    f"{self.ctx.lab.name} was built without the link to its agents"
+                )
+            out.update(self.agents.health(remote, wake=wake, wake_timeout_s=wake_timeout_s))
+        return {m.name: out[m.name] for m in ms}
+
+
+class _WithHealth(Protocol):
+    @property
+    def health(self) -> Health: ...
+
+
 def check_devices(
-    session: LabSession,
+    session: _WithHealth,
     machines: Sequence[Machine] | Sequence[str],
     *,
     wake: bool = False,
     wake_timeout_s: float = WAKE_TIMEOUT_S,
 ) -> dict[str, DeviceHealth]:
-    """A quick health check of every machine; those a site agent serves are checked by it."""
-    ms = [session.lab.machine(m) if isinstance(m, str) else m for m in machines]
-    local = [m for m in ms if not m.agent]
-    remote = [m for m in ms if m.agent]
-    out = check_local(session, local, wake=wake, wake_timeout_s=wake_timeout_s)
-    if remote:
-        out.update(link_for(session).health(remote, wake=wake, wake_timeout_s=wake_timeout_s))
-    return {m.name: out[m.name] for m in ms}
+    """A quick health check of every machine through ``session.health`` (:meth:`Health.check`)."""
+    return session.health.check(machines, wake=wake, wake_timeout_s=wake_timeout_s)
 
 
 # --- the quarantine store --------------------------------------------------------------------------

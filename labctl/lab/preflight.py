@@ -4,6 +4,10 @@ to give what the plans need? One :class:`CheckResult` per endpoint, all checked 
 Per endpoint kind:
 - **BMC** (Redfish): TLS as the inventory says, session login, model and iDRAC firmware, and the
   reset types power actions use (On, and ForceOff or GracefulShutdown).
+- **IPMI BMC**: RMCP+ login, Get Device ID (firmware revision), chassis power status.
+
+Versions (iDRAC firmware, IPMI firmware revision, vCenter version and build) are named with
+whether the conformance suite checked them (:mod:`labctl.drivers.versions`).
 - **SSH** of each server: login and ``hostname``; on the servers the plans measure, ``typeperf -q``
   lists every counter the plans read; on streaming servers the device-status command answers.
 - **Wake-on-LAN**, per network with clients: a broadcast socket to its address and port opens
@@ -27,20 +31,22 @@ from functools import partial
 import wakeonlan
 
 from labctl.drivers import typeperf as tp
+from labctl.drivers.ipmi import IpmiClient
 from labctl.drivers.pvs import DEVICE_INFO_COMMAND, PvsError, parse_device_info
 from labctl.drivers.redfish import RedfishClient
 from labctl.drivers.ssh import SshTarget
 from labctl.drivers.storage import open_storage
+from labctl.drivers.versions import check_version
 from labctl.drivers.vsphere import HOST_COUNTERS, VM_COUNTERS, VCenterClient
 from labctl.errors import EndpointError, MissingCredentialError
 from labctl.inventory.model import Lab, Machine, Tls, TlsMode
-from labctl.lab.session import LabSession
+from labctl.lab.context import HasContext, LabContext, context_of
 
 
 @dataclass
 class CheckResult:
     endpoint: str  # e.g. "pvs-01 BMC"
-    kind: str  # "redfish", "ssh", "wol", "vcenter", "storage"
+    kind: str  # "redfish", "ipmi", "ssh", "wol", "vcenter", "storage"
     address: str
     ok: bool = False
     version: str = ""
@@ -64,6 +70,14 @@ def _tls_label(tls: Tls) -> str:
     return f"verified ({tls.ca_file})" if tls.ca_file else "verified"
 
 
+def _version_verdict(r: CheckResult, kind: str, found: str) -> None:
+    """Name whether the version found is one the conformance suite checked (a note when not)."""
+    verdict = check_version(kind, found)
+    r.version += f" [{verdict.tag}]"
+    if verdict.note:
+        r.notes.append(verdict.note)
+
+
 def _fail(r: CheckResult, exc: Exception) -> CheckResult:
     r.ok = False
     if isinstance(exc, EndpointError):
@@ -78,18 +92,20 @@ def _fail(r: CheckResult, exc: Exception) -> CheckResult:
 
 
 class Preflight:
-    def __init__(self, session: LabSession, *, workers: int = 32):
-        self.s = session
-        self.lab: Lab = session.lab
+    """Built with the lab context (or a session carrying one)."""
+
+    def __init__(self, ctx: LabContext | HasContext, *, workers: int = 32):
+        self.ctx = context_of(ctx)
+        self.lab: Lab = self.ctx.lab
         self.workers = workers
 
     def checks(self) -> list[tuple[CheckResult, Callable[[CheckResult], None]]]:
         lab = self.lab
         out: list[tuple[CheckResult, Callable[[CheckResult], None]]] = []
-        measured = {m.name for m in self.s.streaming_servers}
+        measured = {m.name for m in self.ctx.streaming_servers}
         if lab.configuration is not None:
             measured |= {lab.configuration.vdisk_server, lab.configuration.write_cache_server}
-        streaming = {m.name for m in self.s.streaming_servers}
+        streaming = {m.name for m in self.ctx.streaming_servers}
         for m in lab.servers:
             if m.bmc is not None:
                 out.append(
@@ -109,6 +125,12 @@ class Preflight:
                             self._server_ssh, m=m, measured=m.name in measured, streaming=m.name in streaming
                         ),
                     )
+                )
+        for m in lab.machines.values():
+            if m.ipmi is not None:
+                addr = f"{m.ipmi.host}:{m.ipmi.port}"
+                out.append(
+                    (CheckResult(f"{m.name} IPMI", "ipmi", addr, tls="RMCP+"), partial(self._ipmi, m=m))
                 )
         nets = {m.network for m in lab.clients if m.network}
         for net_name in sorted(nets):
@@ -161,10 +183,11 @@ class Preflight:
     # --- the checks ----------------------------------------------------------------------------
     def _bmc(self, r: CheckResult, m: Machine) -> None:
         assert m.bmc is not None
-        st = self.s.settings
+        st = self.ctx.settings
         with RedfishClient(m.name, m.bmc, timeout_s=st.redfish_timeout_s, backoff=st.redfish_backoff) as rf:
             inv = rf.inventory()
             r.version = f"{inv.bmc_model or 'BMC'} {inv.bmc_firmware}, Redfish {inv.redfish_version}".strip()
+            _version_verdict(r, "redfish", inv.bmc_firmware)
             _, allowed = rf.allowed_reset_types()
             needed = ["On"]
             off = [t for t in ("GracefulShutdown", "ForceOff") if t in allowed]
@@ -186,9 +209,18 @@ class Preflight:
                 r.notes.append(f"session login not possible ({rf.auth_mode}); basic auth works")
         r.ok = True
 
+    def _ipmi(self, r: CheckResult, m: Machine) -> None:
+        assert m.ipmi is not None
+        with IpmiClient(m.name, m.ipmi, timeout_s=self.ctx.settings.ipmi_timeout_s) as bmc:
+            dev = bmc.device_id()
+            r.version = f"firmware {dev.firmware}, IPMI {dev.ipmi_version}"
+            _version_verdict(r, "ipmi", dev.firmware)
+            r.capabilities = f"manufacturer {dev.manufacturer_id}; chassis power {bmc.power_reading().value}"
+        r.ok = True
+
     def _server_ssh(self, r: CheckResult, m: Machine, measured: bool, streaming: bool) -> None:
         target = SshTarget.for_machine(m)
-        pool = self.s.ssh
+        pool = self.ctx.ssh
         host = pool.run(target, ["hostname"], timeout_s=30, action="log in and run hostname", check=True)
         caps = [f"hostname {host.stdout.strip()}"]
         if measured:
@@ -241,7 +273,7 @@ class Preflight:
                 r.reason = f"relay {net.wol_relay!r} is not a machine with ssh access in this configuration"
                 r.fix = "name a machine of that subnet with ssh: as wol_relay"
                 return
-            self.s.ssh.run(
+            self.ctx.ssh.run(
                 SshTarget.for_machine(relay),
                 ["hostname"],
                 timeout_s=30,
@@ -267,9 +299,10 @@ class Preflight:
         r.ok = True
 
     def _vcenter(self, r: CheckResult, name: str) -> None:
-        st = self.s.settings
+        st = self.ctx.settings
         with VCenterClient(self.lab.vcenters[name], timeout_s=st.vcenter_timeout_s) as vc:
             r.version = f"{vc.about.get('name', '')} (API {vc.about.get('api_version', '')})"
+            _version_verdict(r, "vcenter", f"{vc.about.get('version', '')} build-{vc.about.get('build', '')}")
             inv = vc.inventory(properties=("name",))
             wanted = [m.name for m in self.lab.vms if m.vcenter == name]
             absent = [n for n in wanted if n not in inv]
@@ -292,7 +325,7 @@ class Preflight:
 
     def _storage(self, r: CheckResult, name: str) -> None:
         arr = self.lab.storage[name]
-        with open_storage(arr, timeout_s=self.s.settings.storage_timeout_s) as drv:
+        with open_storage(arr, timeout_s=self.ctx.settings.storage_timeout_s) as drv:
             info = drv.info()
             r.version = f"{info.model} {info.software_version} (API {info.api_version})".strip()
             missing = drv.missing_metrics()

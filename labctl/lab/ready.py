@@ -31,15 +31,18 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol
 
 from labctl.drivers.pvs import DeviceInfo
 from labctl.drivers.ssh import SshError
-from labctl.errors import EndpointError, EndpointTimeout
+from labctl.errors import BadInputError, EndpointError, EndpointTimeout
 from labctl.inventory.model import Machine, MachineKind
-from labctl.lab.session import LabSession, by_vcenter, kinds
+from labctl.lab.context import LabContext, by_vcenter, kinds
+from labctl.lab.power.facade import Power
+from labctl.lab.targets import Selector, resolve_machines
 
 
 @dataclass(frozen=True)
@@ -65,13 +68,15 @@ class _Tracker:
 
     def __init__(
         self,
-        session: LabSession,
+        ctx: LabContext,
+        power: Power | None,
         machines: list[Machine],
         expect_boot: bool,
         stop: threading.Event | None = None,
         answering: bool = False,
     ):
-        self.s = session
+        self.ctx = ctx
+        self.power = power  # the clients' device status (None: no streaming servers to ask)
         self.machines = machines
         self.expect_boot = expect_boot
         self.answering = answering  # clients count once they also answer over SSH
@@ -135,7 +140,7 @@ class _Tracker:
             if endpoint:
                 detail = f"{detail}; {why}" if detail else why
             r = Readiness(
-                m.name, m.kind.value, "ready", self.s.clock.now(), boot_time_s, retries, detail, endpoint
+                m.name, m.kind.value, "ready", self.ctx.clock.now(), boot_time_s, retries, detail, endpoint
             )
             self.ready[m.name] = r
         ev = (
@@ -143,35 +148,35 @@ class _Tracker:
             if boot_time_s is not None or retries is not None
             else {}
         )
-        self.s.timeline.append("ready", m.name, machine_kind=m.kind.value, detail=detail, **ev)
-        self.s.state_changed(m, "on", "ready")
+        self.ctx.timeline.append("ready", m.name, machine_kind=m.kind.value, detail=detail, **ev)
+        self.ctx.state_changed(m, "on", "ready")
         return True
 
 
-def _sleep_poll(session: LabSession, deadline: float, stop: threading.Event) -> bool:
+def _sleep_poll(ctx: LabContext, deadline: float, stop: threading.Event) -> bool:
     """Sleep one poll interval, not past the deadline; False once the deadline has passed or the
     wait was stopped."""
-    clock = session.clock
+    clock = ctx.clock
     remaining = deadline - clock.now()
     if remaining <= 0 or stop.is_set():
         return False
-    wall = max(session.settings.ready_poll_min_wall_s, clock.to_wall_s(session.settings.ready_poll_lab_s))
+    wall = max(ctx.settings.ready_poll_min_wall_s, clock.to_wall_s(ctx.settings.ready_poll_lab_s))
     return not stop.wait(min(wall, clock.to_wall_s(remaining)))
 
 
-def _answers(session: LabSession, m: Machine) -> tuple[bool, str]:
+def _answers(ctx: LabContext, m: Machine) -> tuple[bool, str]:
     """Whether the machine runs ``hostname`` over SSH; (False, why) otherwise. Auth errors raise."""
     try:
-        res = session.ssh.run(
-            session.ssh_target(m),
+        res = ctx.ssh.run(
+            ctx.ssh_target(m),
             ["hostname"],
-            timeout_s=min(30.0, session.settings.ssh_command_timeout_s),
+            timeout_s=min(30.0, ctx.settings.ssh_command_timeout_s),
             action="check it is up (hostname)",
         )
     except SshError as exc:
         if exc.kind in ("auth", "hostkey"):
             raise
-        session.ssh.forget(session.ssh_target(m))
+        ctx.ssh.forget(ctx.ssh_target(m))
         return False, exc.reason
     except EndpointTimeout as exc:  # no answer in time: not up yet
         return False, exc.reason
@@ -181,7 +186,7 @@ def _answers(session: LabSession, m: Machine) -> tuple[bool, str]:
 def _check_ssh(t: _Tracker, m: Machine, up_detail: str, down_detail: Callable[[str], str]) -> None:
     """Ask ``m`` over SSH and record the verdict: up, down (``down_detail(why)``) or an error."""
     try:
-        ok, why = _answers(t.s, m)
+        ok, why = _answers(t.ctx, m)
     except EndpointError as exc:
         t.error(m, str(exc))
         return
@@ -195,7 +200,7 @@ def _login_after_boot(t: _Tracker, m: Machine, d: DeviceInfo) -> None:
     """A client the streaming server shows booted is up once it also answers over SSH: on a real
     client the SSH service starts some seconds after the streaming session (and the desktop)."""
     try:
-        ok, why = _answers(t.s, m)
+        ok, why = _answers(t.ctx, m)
     except EndpointError as exc:
         t.error(m, str(exc))
         return
@@ -210,8 +215,8 @@ def _login_after_boot(t: _Tracker, m: Machine, d: DeviceInfo) -> None:
 
 
 def _watch_clients(t: _Tracker, clients: list[Machine], deadline: float) -> None:
-    s = t.s
-    use_pvs = bool(s.streaming_servers)
+    s = t.ctx
+    use_pvs = bool(s.streaming_servers) and t.power is not None
     while True:
         pending = [m for m in t.pending() if m.kind is MachineKind.CLIENT and m in clients]
         if not pending:
@@ -219,7 +224,8 @@ def _watch_clients(t: _Tracker, clients: list[Machine], deadline: float) -> None
         ssh_check: list[Machine] = []
         booted: list[tuple[Machine, DeviceInfo]] = []  # active with a boot time; SSH asked next
         if use_pvs:
-            devices, errors = s.power.device_status()
+            assert t.power is not None
+            devices, errors = t.power.device_status()
             failed = ", ".join(sorted(errors))
             reasons = "; ".join(errors[n] for n in sorted(errors))
             if errors and not devices:
@@ -274,7 +280,7 @@ def _watch_clients(t: _Tracker, clients: list[Machine], deadline: float) -> None
 
 
 def _watch_servers(t: _Tracker, servers: list[Machine], deadline: float) -> None:
-    s = t.s
+    s = t.ctx
 
     def one(m: Machine) -> None:
         try:
@@ -303,7 +309,7 @@ def _watch_servers(t: _Tracker, servers: list[Machine], deadline: float) -> None
 
 
 def _watch_vms(t: _Tracker, vms: list[Machine], deadline: float) -> None:
-    s = t.s
+    s = t.ctx
     by_vc = by_vcenter(vms)
 
     def one_vc(item: tuple[str, list[Machine]]) -> None:
@@ -349,7 +355,8 @@ def _watch_vms(t: _Tracker, vms: list[Machine], deadline: float) -> None:
 
 
 def wait_ready(
-    session: LabSession,
+    ctx: LabContext,
+    power: Power | None,
     machines: list[Machine],
     *,
     timeout_s: float | None = None,
@@ -367,12 +374,12 @@ def wait_ready(
     (from another thread) ends the wait early: machines not ready by then get a "timeout" outcome
     that says the wait was stopped.
     """
-    clock = session.clock
+    clock = ctx.clock
     if deadline is None:
         if timeout_s is None:
             raise ValueError("give timeout_s or deadline")
         deadline = clock.now() + timeout_s
-    tracker = _Tracker(session, machines, expect_boot, stop, answering)
+    tracker = _Tracker(ctx, power, machines, expect_boot, stop, answering)
     stop = tracker.stop
     by_kind = kinds(machines)
     watchers: list[tuple[MachineKind, Callable[[], None]]] = []
@@ -402,7 +409,7 @@ def wait_ready(
         th.start()
     # a watcher blocked in a network call past the deadline must not hold the caller: give each
     # the time to its deadline plus the longest single call it may be in
-    grace = max(session.settings.redfish_timeout_s, session.settings.ssh_connect_timeout_s) + 5
+    grace = max(ctx.settings.redfish_timeout_s, ctx.settings.ssh_connect_timeout_s) + 5
     join_until = time.monotonic() + max(0.0, clock.to_wall_s(deadline - clock.now())) + grace
     for th in threads:
         # in slices, so a stop ends the wait even while a watcher sits in a long network call
@@ -435,5 +442,92 @@ def wait_ready(
     for m in machines:
         r = out[m.name]
         if r.state != "ready":
-            session.timeline.append(r.state, m.name, machine_kind=m.kind.value, detail=r.detail)
+            ctx.timeline.append(r.state, m.name, machine_kind=m.kind.value, detail=r.detail)
     return out
+
+
+class RemoteReady(Protocol):
+    """What readiness needs of the link to the site agents: they watch their own machines."""
+
+    def wait_ready(
+        self,
+        machines: Sequence[Machine],
+        *,
+        deadline_lab: float,
+        expect_boot: bool,
+        stop: threading.Event | None,
+    ) -> dict[str, Readiness]: ...
+
+
+class ReadyWatch:
+    """``session.wait_ready``: built with the lab context, the power service (the streaming
+    servers' device status) and, for a lab with site agents, the link to them."""
+
+    def __init__(self, ctx: LabContext, power: Power, agents: RemoteReady | None = None):
+        self.ctx = ctx
+        self.power = power
+        self.agents = agents
+
+    def wait(
+        self,
+        selector: Selector | list[Machine],
+        timeout_s: float | None = None,
+        *,
+        deadline: float | None = None,
+        expect_boot: bool = False,
+        stop: threading.Event | None = None,
+        answering: bool = False,
+    ) -> dict[str, Readiness]:
+        """Wait until each machine is up (see :func:`wait_ready`). Machines a site agent serves
+        (unless its ``ready: false``) are watched by that agent, the rest here, all at once."""
+        machines = resolve_machines(self.ctx.lab, selector)
+        sites = self.ctx.lab.agents.sites if self.ctx.lab.agents is not None else {}
+        remote = [m for m in machines if m.agent and sites.get(m.agent) and sites[m.agent].ready]
+        if not remote:
+            return wait_ready(
+                self.ctx,
+                self.power,
+                machines,
+                timeout_s=timeout_s,
+                deadline=deadline,
+                expect_boot=expect_boot,
+                stop=stop,
+                answering=answering,
+            )
+        if self.agents is None:
+            raise BadInputError(
+                f"{remote[0].name}: watched by its site agent, but this session of lab "
+                f"{self.ctx.lab.name} was built without the link to its agents"
+            )
+        agents = self.agents
+        clock = self.ctx.clock
+        if deadline is None:
+            if timeout_s is None:
+                raise ValueError("give timeout_s or deadline")
+            deadline = clock.now() + timeout_s
+        until = deadline
+        local = [m for m in machines if m not in remote]
+        out: dict[str, Readiness] = {}
+        lock = threading.Lock()
+
+        def run_remote() -> None:
+            got = agents.wait_ready(remote, deadline_lab=until, expect_boot=expect_boot, stop=stop)
+            with lock:
+                out.update(got)
+
+        thread = threading.Thread(target=run_remote, name="ready-agents", daemon=True)
+        thread.start()
+        if local:
+            got = wait_ready(
+                self.ctx,
+                self.power,
+                local,
+                deadline=until,
+                expect_boot=expect_boot,
+                stop=stop,
+                answering=answering,
+            )
+            with lock:
+                out.update(got)
+        thread.join()
+        return {m.name: out[m.name] for m in machines}

@@ -1,4 +1,4 @@
-"""The lab as a test plan speaks to it: one object built from an inventory and a clock.
+"""The lab as a test plan speaks to it: a short façade over the lab context and its services.
 
     with LabSession(lab, clock) as s:
         report = s.power.on("first-25")                 # WoL burst, spread recorded
@@ -6,63 +6,34 @@
         srcs = s.sources.for_plan()                      # typeperf, PVS, Redfish power, Unity, vCenter
         s.power.off("first-25")
 
-The session owns the driver objects and reuses them: one SSH pool, one Redfish session per
-BMC, one vCenter session per vCenter, one storage session per array, all closed by
-:meth:`LabSession.close`. Every action and state change goes to :attr:`LabSession.timeline`.
+The session builds, once, the :class:`~labctl.lab.context.LabContext` (the lab, clock, timeline,
+driver settings and pooled connections) and the services over it, each handed what it needs in
+its constructor (as labgrid binds drivers and OpenHTF plugs declare theirs): the site agents
+(:class:`Sites`), :class:`Power`, readiness (:class:`ReadyWatch`), the :class:`PowerStrategy`,
+:class:`Sources`, :class:`Health` and file copies (:class:`Files`). Nothing here decides anything:
+every action is a service's, and :meth:`close` closes the context (which closes what the services
+registered with it: metric sources, the link to the agents, then the driver sessions).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from labctl.clock import LabClock
-from labctl.drivers.base import Backoff
-from labctl.drivers.ipmi import IpmiClient
-from labctl.drivers.redfish import RedfishClient
-from labctl.drivers.ssh import SshPool, SshTarget
-from labctl.drivers.storage import StorageDriver, open_storage
-from labctl.drivers.vsphere import VCenterClient
-from labctl.drivers.wol import DEFAULT_RELAY_COMMAND, WolSender, WolTarget
-from labctl.errors import EndpointError
-from labctl.inventory.model import Lab, Machine, MachineKind, MachineRole
+from labctl.inventory.model import Lab, Machine
+from labctl.lab.context import DriverSettings, LabContext
 from labctl.lab.events import Timeline
-from labctl.lab.targets import resolve
+from labctl.lab.files import Files
+from labctl.lab.health import Health
+from labctl.lab.launchers import Launchers, open_launchers
+from labctl.lab.power import Power
+from labctl.lab.ready import Readiness, ReadyWatch
+from labctl.lab.sites import Sites
+from labctl.lab.sources import Sources
+from labctl.lab.strategy import PowerStrategy
+from labctl.lab.targets import Selector
 
-if TYPE_CHECKING:
-    from labctl.lab.power import Power
-    from labctl.lab.ready import Readiness
-    from labctl.lab.sources import Sources
-    from labctl.lab.strategy import PowerStrategy
-
-
-@dataclass(frozen=True)
-class DriverSettings:
-    """Timeouts (wall seconds: they are about networks, not the lab's physics), pools and retries."""
-
-    ssh_connect_timeout_s: float = 10.0
-    ssh_command_timeout_s: float = 120.0
-    ssh_max_connections: int = 512
-    ssh_max_parallel: int = 64
-    wol_repeat: int = 3
-    wol_gap_s: float = 0.05
-    # run on a network's wol_relay host over SSH; {broadcast} {port} {macs} are filled in
-    wol_relay_command: tuple[str, ...] = DEFAULT_RELAY_COMMAND
-    redfish_timeout_s: float = 15.0
-    redfish_backoff: Backoff = field(default_factory=lambda: Backoff(attempts=4, base_s=0.5, max_s=8.0))
-    redfish_workers: int = 32  # BMCs handled at once (each BMC has its own max_sessions)
-    ipmi_timeout_s: float = 15.0  # one IPMI request, pyghmi's retransmits included
-    vcenter_timeout_s: float = 60.0
-    vcenter_page_size: int = 500
-    storage_timeout_s: float = 15.0
-    # readiness
-    ready_poll_lab_s: float = 2.0  # how often client/server readiness is polled, lab seconds
-    ready_poll_min_wall_s: float = 0.1
-    probe_timeout_s: float = 2.0  # TCP probe of an SSH port
-    vm_ready_requires_tools: bool = True
-    vm_ready_requires_ip: bool = True
+__all__ = ["DriverSettings", "LabSession"]
 
 
 class LabSession:
@@ -74,154 +45,29 @@ class LabSession:
         timeline: Timeline | None = None,
         settings: DriverSettings | None = None,
     ):
-        self.lab = lab
-        self.clock = clock or LabClock(scale=lab.time_scale)
-        self.timeline = timeline or Timeline(self.clock)
-        self.settings = settings or DriverSettings()
-        s = self.settings
-        self.ssh = SshPool(
-            max_connections=s.ssh_max_connections,
-            max_parallel=s.ssh_max_parallel,
-            connect_timeout_s=s.ssh_connect_timeout_s,
-            command_timeout_s=s.ssh_command_timeout_s,
-        )
-        self.wol = WolSender(
-            repeat=s.wol_repeat, gap_s=s.wol_gap_s, ssh=self.ssh, relay_command=s.wol_relay_command
-        )
-        self._lock = threading.Lock()
-        self._redfish: dict[str, RedfishClient] = {}
-        self._ipmi: dict[str, IpmiClient] = {}
-        self._vcenters: dict[str, VCenterClient] = {}
-        self._storage: dict[str, StorageDriver] = {}
-        self._power: Power | None = None
-        self._sources: Sources | None = None
-        self._strategy: PowerStrategy | None = None
-        self.last_state: dict[str, str] = {}  # machine -> last power state seen (for state-change events)
-        self._closers: list[Callable[[], None]] = []  # e.g. the link to the site agents
-
-    # --- selection -----------------------------------------------------------------------------
-    def machines(self, selector: str | list[str] | tuple[str, ...]) -> list[Machine]:
-        """The machines a selector names: a machine, a group, a range (optiplex-[001-010]), a list."""
-        return resolve(self.lab, selector)
+        ctx = self.context = LabContext(lab, clock, timeline=timeline, settings=settings)
+        self.sites = Sites(ctx)
+        agents = self.sites if lab.agents is not None else None
+        self.power = Power(ctx, agents)
+        self.ready = ReadyWatch(ctx, self.power, agents)
+        self.strategy = PowerStrategy(ctx, self.power, self.ready)
+        self.sources = Sources(ctx)
+        self.health = Health(ctx, self.power, self.ready, agents)
+        self.files = Files(ctx)
+        # the context's own words, as scenarios and commands have always used them
+        self.lab, self.clock, self.timeline, self.settings = ctx.lab, ctx.clock, ctx.timeline, ctx.settings
+        self.ssh, self.wol = ctx.ssh, ctx.wol
+        self.machines, self.ssh_target, self.wol_target = ctx.machines, ctx.ssh_target, ctx.wol_target
+        self.redfish, self.ipmi, self.vcenter, self.storage = ctx.redfish, ctx.ipmi, ctx.vcenter, ctx.storage
+        self.state_changed, self.on_close = ctx.state_changed, ctx.on_close
 
     @property
     def streaming_servers(self) -> list[Machine]:
-        if self.lab.configuration is not None:
-            return [
-                self.lab.machines[n]
-                for n in self.lab.configuration.streaming_servers
-                if n in self.lab.machines
-            ]
-        return list(self.lab.servers_with_role(MachineRole.STREAMING))
-
-    # --- drivers, created on first use and reused ------------------------------------------------
-    def redfish(self, machine: Machine) -> RedfishClient:
-        if machine.bmc is None:
-            raise EndpointError(
-                machine.name, "BMC", "the inventory gives this server no bmc:", "add bmc: {url: ...}"
-            )
-        with self._lock:
-            client = self._redfish.get(machine.name)
-            if client is None:
-                client = self._redfish[machine.name] = RedfishClient(
-                    machine.name,
-                    machine.bmc,
-                    timeout_s=self.settings.redfish_timeout_s,
-                    backoff=self.settings.redfish_backoff,
-                )
-        return client.open()
-
-    def ipmi(self, machine: Machine) -> IpmiClient:
-        if machine.ipmi is None:
-            raise EndpointError(
-                machine.name, "IPMI", "the inventory gives this machine no ipmi:", "add ipmi: {host: ...}"
-            )
-        with self._lock:
-            client = self._ipmi.get(machine.name)
-            if client is None:
-                client = self._ipmi[machine.name] = IpmiClient(
-                    machine.name, machine.ipmi, timeout_s=self.settings.ipmi_timeout_s
-                )
-        return client.open()
-
-    def vcenter(self, name: str) -> VCenterClient:
-        if name not in self.lab.vcenters:
-            raise EndpointError(name, "vCenter", "not declared in the inventory", "add it under vcenters:")
-        with self._lock:
-            client = self._vcenters.get(name)
-            if client is None:
-                client = self._vcenters[name] = VCenterClient(
-                    self.lab.vcenters[name],
-                    timeout_s=self.settings.vcenter_timeout_s,
-                    page_size=self.settings.vcenter_page_size,
-                )
-        return client.open()
-
-    def storage(self, name: str) -> StorageDriver:
-        if name not in self.lab.storage:
-            raise EndpointError(name, "storage", "not declared in the inventory", "add it under storage:")
-        with self._lock:
-            drv = self._storage.get(name)
-            if drv is None:
-                drv = self._storage[name] = open_storage(
-                    self.lab.storage[name], timeout_s=self.settings.storage_timeout_s
-                )
-        return drv if drv.is_open else drv.open()
-
-    def ssh_target(self, machine: Machine) -> SshTarget:
-        return SshTarget.for_machine(machine)
-
-    def wol_target(self, machine: Machine) -> WolTarget:
-        net = self.lab.network_of(machine)
-        if net is None or not machine.mac:
-            raise EndpointError(
-                machine.name,
-                "Wake-on-LAN",
-                "no network or MAC address in the inventory",
-                "add network: and mac:",
-            )
-        relay = None
-        if net.wol_relay:
-            relay_machine = self.lab.machines.get(net.wol_relay)
-            if relay_machine is None:
-                raise EndpointError(
-                    machine.name,
-                    "Wake-on-LAN",
-                    f"relay {net.wol_relay!r} of network {net.name} is not in this configuration",
-                    "name a machine of the lab as wol_relay",
-                )
-            relay = SshTarget.for_machine(relay_machine)
-        return WolTarget(machine.name, machine.mac, net.broadcast, net.wol_port, relay)
-
-    # --- the vocabulary ------------------------------------------------------------------------
-    @property
-    def power(self) -> Power:
-        if self._power is None:
-            from labctl.lab.power import Power  # power imports this module (it takes the session)
-
-            self._power = Power(self)
-        return self._power
-
-    @property
-    def strategy(self) -> PowerStrategy:
-        """Brings machines to off / on / ready and checks it (:mod:`labctl.lab.strategy`)."""
-        if self._strategy is None:
-            from labctl.lab.strategy import PowerStrategy  # it imports power, which imports this module
-
-            self._strategy = PowerStrategy(self)
-        return self._strategy
-
-    @property
-    def sources(self) -> Sources:
-        if self._sources is None:
-            from labctl.lab.sources import Sources  # sources import this module
-
-            self._sources = Sources(self)
-        return self._sources
+        return self.context.streaming_servers
 
     def wait_ready(
         self,
-        selector: str | list[str] | tuple[str, ...] | list[Machine],
+        selector: Selector | list[Machine],
         timeout_s: float | None = None,
         *,
         deadline: float | None = None,
@@ -229,84 +75,20 @@ class LabSession:
         stop: threading.Event | None = None,
         answering: bool = False,
     ) -> dict[str, Readiness]:
-        """Wait until each machine is up; see :func:`labctl.lab.ready.wait_ready`."""
-        from labctl.lab.ready import wait_ready  # ready imports this module
-
-        machines = (
-            selector if selector and isinstance(selector, list) and isinstance(selector[0], Machine) else None
-        )
-        ms: list[Machine] = machines if machines is not None else self.machines(selector)  # type: ignore[arg-type]
-        if any(m.agent for m in ms):  # site agents watch their own machines
-            from labctl.lab.sites import wait_ready_split  # sites imports this module
-
-            return wait_ready_split(
-                self, ms, timeout_s=timeout_s, deadline=deadline, expect_boot=expect_boot, stop=stop
-            )
-        return wait_ready(
-            self,
-            ms,
-            timeout_s=timeout_s,
-            deadline=deadline,
-            expect_boot=expect_boot,
-            stop=stop,
-            answering=answering,
+        """Wait until each machine is up; see :meth:`labctl.lab.ready.ReadyWatch.wait`."""
+        return self.ready.wait(
+            selector, timeout_s, deadline=deadline, expect_boot=expect_boot, stop=stop, answering=answering
         )
 
-    def state_changed(self, machine: Machine, state: str, source: str, **detail: object) -> None:
-        """Append a ``power.state`` event when a machine's observed state differs from the last one."""
-        with self._lock:
-            prev = self.last_state.get(machine.name)
-            if prev == state:
-                return
-            self.last_state[machine.name] = state
-        self.timeline.append("power.state", machine.name, state=state, previous=prev, source=source, **detail)
-
-    # --- lifecycle -----------------------------------------------------------------------------
-    def on_close(self, fn: Callable[[], None]) -> None:
-        """Call ``fn`` when the session closes (before its drivers are closed)."""
-        with self._lock:
-            self._closers.append(fn)
+    def launchers(self, pool: str | None = None) -> Launchers:
+        """The lab's session launchers (of ``pool`` when given)."""
+        return open_launchers(self.context, pool)
 
     def close(self) -> None:
-        """Log out of everything (Redfish and IPMI sessions, vCenter, arrays) and close SSH connections."""
-        with self._lock:
-            closers, self._closers = self._closers, []
-        for fn in closers:
-            fn()
-        with self._lock:
-            redfish, self._redfish = list(self._redfish.values()), {}
-            bmcs, self._ipmi = list(self._ipmi.values()), {}
-            vcs, self._vcenters = list(self._vcenters.values()), {}
-            arrays, self._storage = list(self._storage.values()), {}
-        if self._sources is not None:
-            self._sources.close()
-        for r in redfish:
-            r.close()
-        for b in bmcs:
-            b.close()
-        for v in vcs:
-            v.close()
-        for a in arrays:
-            a.close()
-        self.ssh.close()
+        self.context.close()
 
     def __enter__(self) -> LabSession:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def kinds(machines: list[Machine]) -> dict[MachineKind, list[Machine]]:
-    out: dict[MachineKind, list[Machine]] = {}
-    for m in machines:
-        out.setdefault(m.kind, []).append(m)
-    return out
-
-
-def by_vcenter(vms: Sequence[Machine]) -> dict[str, list[Machine]]:
-    """VMs grouped by the vCenter that runs them ("" for none given: the session then says so)."""
-    out: dict[str, list[Machine]] = {}
-    for m in vms:
-        out.setdefault(m.vcenter or "", []).append(m)
-    return out

@@ -31,8 +31,8 @@ from labctl.drivers.readings import Reading
 from labctl.drivers.ssh import SshStream
 from labctl.errors import EndpointError
 from labctl.inventory.model import Machine, MachineKind
+from labctl.lab.context import LabContext
 from labctl.lab.polling import EndpointPoller
-from labctl.lab.session import LabSession
 from labctl.records.samples import PartialRead, Sample
 
 # A polled endpoint that has not answered within one interval, or this many wall seconds if that
@@ -61,7 +61,7 @@ class PolledSource(Generic[_E]):
 
     name: str
     interval_s: float | None
-    s: LabSession
+    ctx: LabContext
 
     _poller: EndpointPoller[_E, list[Sample]] | None = None
 
@@ -79,7 +79,7 @@ class PolledSource(Generic[_E]):
         return self.interval_s if self.interval_s is not None else 5.0
 
     def _make_poller(self) -> EndpointPoller[_E, list[Sample]]:
-        clock = self.s.clock
+        clock = self.ctx.clock
         deadline = max(DEADLINE_FLOOR_WALL_S, clock.to_wall_s(self._poll_lab_s()))
         return EndpointPoller(
             self._endpoints(),
@@ -116,14 +116,14 @@ class TypeperfSource:
 
     def __init__(
         self,
-        session: LabSession,
+        ctx: LabContext,
         machine: Machine,
         counters: Sequence[str] = tp.SERVER_COUNTERS,
         *,
         interval_s: float = 5.0,
         stream: bool = True,
     ):
-        self.s = session
+        self.ctx = ctx
         self.machine = machine
         self.counters = tuple(counters)
         self.interval_s = interval_s
@@ -135,25 +135,30 @@ class TypeperfSource:
         self._lock = threading.Lock()
 
     def read(self) -> Iterable[Sample]:
-        target = self.s.ssh_target(self.machine)
-        interval_wall = self.s.clock.to_wall_s(max(1.0, self.interval_s))
+        target = self.ctx.ssh_target(self.machine)
+        interval_wall = self.ctx.clock.to_wall_s(max(1.0, self.interval_s))
         if not self.stream:
-            res = self.s.ssh.run(
+            res = self.ctx.ssh.run(
                 target,
                 tp.sample_argv(self.counters, 1, self.interval_s),
-                timeout_s=interval_wall * 2 + self.s.settings.ssh_connect_timeout_s + 10,
+                timeout_s=interval_wall * 2 + self.ctx.settings.ssh_connect_timeout_s + 10,
                 action="read performance counters (typeperf)",
                 check=True,
             )
             return to_samples(
                 "typeperf",
-                tp.samples_from_pdh(res.stdout, self.machine.name, memory_total_mb=self.memory_total_mb),
+                tp.samples_from_pdh(
+                    res.stdout,
+                    self.machine.name,
+                    time_zone=self.machine.time_zone,
+                    memory_total_mb=self.memory_total_mb,
+                ),
             )
         argv = ["typeperf", *self.counters, "-si", tp.interval_arg(self.interval_s)]
-        st = self.s.ssh.stream(
+        st = self.ctx.ssh.stream(
             target,
             argv,
-            idle_timeout_s=interval_wall * 3 + self.s.settings.ssh_connect_timeout_s + 10,
+            idle_timeout_s=interval_wall * 3 + self.ctx.settings.ssh_connect_timeout_s + 10,
             action="stream performance counters (typeperf)",
         )
         with self._lock:
@@ -161,7 +166,9 @@ class TypeperfSource:
         return self._iterate(st)
 
     def _iterate(self, st: SshStream) -> Iterator[Sample]:
-        parser = tp.PdhStream(self.machine.name, memory_total_mb=self.memory_total_mb)
+        parser = tp.PdhStream(
+            self.machine.name, time_zone=self.machine.time_zone, memory_total_mb=self.memory_total_mb
+        )
         try:
             for line in st.lines():
                 rows = parser.feed(line)
@@ -186,8 +193,8 @@ class PvsSource(PolledSource[Machine]):
     a run's series file out of repeated values.
     """
 
-    def __init__(self, session: LabSession, server: Machine, *, refresh_s: float = 60.0, poll_s: float = 5.0):
-        self.s = session
+    def __init__(self, ctx: LabContext, server: Machine, *, refresh_s: float = 60.0, poll_s: float = 5.0):
+        self.ctx = ctx
         self.server = server
         self.name = f"pvs:{server.name}"
         self.refresh_s = refresh_s
@@ -205,8 +212,8 @@ class PvsSource(PolledSource[Machine]):
         return ep.name
 
     def _read_one(self, ep: Machine) -> list[Sample]:
-        res = self.s.ssh.run(
-            self.s.ssh_target(ep),
+        res = self.ctx.ssh.run(
+            self.ctx.ssh_target(ep),
             pvs_driver.DEVICE_INFO_COMMAND,
             timeout_s=60.0,
             action="read device status",
@@ -216,7 +223,7 @@ class PvsSource(PolledSource[Machine]):
             devices = pvs_driver.parse_device_info(res.stdout)
         except ValueError as exc:
             raise EndpointError(ep.name, "read device status", str(exc)) from None
-        return self._changed(to_samples("pvs", pvs_driver.readings(devices, self.s.clock.now())))
+        return self._changed(to_samples("pvs", pvs_driver.readings(devices, self.ctx.clock.now())))
 
     def _changed(self, samples: list[Sample]) -> list[Sample]:
         out = []
@@ -232,8 +239,8 @@ class PvsSource(PolledSource[Machine]):
 class RedfishPowerSource(PolledSource[Machine]):
     """Power drawn by each server, from its BMC (``PowerConsumedWatts``), every BMC at once."""
 
-    def __init__(self, session: LabSession, servers: Sequence[Machine], *, interval_s: float = 5.0):
-        self.s = session
+    def __init__(self, ctx: LabContext, servers: Sequence[Machine], *, interval_s: float = 5.0):
+        self.ctx = ctx
         self.servers = [m for m in servers if m.bmc is not None]
         self.interval_s = interval_s
         self.name = "redfish:power" if len(self.servers) != 1 else f"redfish:{self.servers[0].name}"
@@ -245,15 +252,15 @@ class RedfishPowerSource(PolledSource[Machine]):
         return ep.name
 
     def _read_one(self, ep: Machine) -> list[Sample]:
-        return to_samples("redfish", [self.s.redfish(ep).power_reading(self.s.clock.now)])
+        return to_samples("redfish", [self.ctx.redfish(ep).power_reading(self.ctx.clock.now)])
 
 
 class StorageSource(PolledSource[str]):
     """Volume, tier and controller figures of one array (IOPS, MB/s, latency, I/O size, state),
     normalised by its driver whatever the kind (:mod:`labctl.drivers.storage.base`)."""
 
-    def __init__(self, session: LabSession, array: str, *, interval_s: float = 5.0):
-        self.s = session
+    def __init__(self, ctx: LabContext, array: str, *, interval_s: float = 5.0):
+        self.ctx = ctx
         self.array = array
         self.interval_s = interval_s
         self.name = f"storage:{array}"
@@ -263,11 +270,11 @@ class StorageSource(PolledSource[str]):
         return [self.array]
 
     def _read_one(self, ep: str) -> list[Sample]:
-        drv = self.s.storage(ep)
+        drv = self.ctx.storage(ep)
         if not self._started:
             drv.start_metrics(self._poll_lab_s())
             self._started = True
-        kind = self.s.lab.storage[ep].kind.value
+        kind = self.ctx.lab.storage[ep].kind.value
         return to_samples(kind, drv.read_metrics().readings(ep))
 
     def close(self) -> None:
@@ -275,7 +282,7 @@ class StorageSource(PolledSource[str]):
         if self._started:
             self._started = False
             try:
-                self.s.storage(self.array).stop_metrics()
+                self.ctx.storage(self.array).stop_metrics()
             except EndpointError:
                 pass
 
@@ -299,7 +306,7 @@ class VCenterPerfSource(PolledSource[str]):
 
     def __init__(
         self,
-        session: LabSession,
+        ctx: LabContext,
         vcenter: str,
         *,
         vms: str | Sequence[str] = (),
@@ -309,10 +316,10 @@ class VCenterPerfSource(PolledSource[str]):
         vm_counters: Sequence[str] = perf.VM_COUNTERS,
         batch: int = 5000,
     ):
-        self.s = session
+        self.ctx = ctx
         self.vcenter = vcenter
         selected = [vms] if isinstance(vms, str) else list(vms)
-        self.vms = tuple(m.name for m in session.machines(selected)) if selected else ()
+        self.vms = tuple(m.name for m in ctx.machines(selected)) if selected else ()
         self.hosts = hosts
         self.datastores = datastores
         self.host_counters = tuple(host_counters)
@@ -329,7 +336,7 @@ class VCenterPerfSource(PolledSource[str]):
         return [self.vcenter]
 
     def _read_one(self, ep: str) -> list[Sample]:
-        vc = self.s.vcenter(ep)
+        vc = self.ctx.vcenter(ep)
         if self._reader is None or self._reader.client is not vc:
             self._reader = perf.PerfReader(
                 vc,
@@ -340,7 +347,7 @@ class VCenterPerfSource(PolledSource[str]):
                 vm_counters=self.vm_counters,
                 batch=self.batch,
             )
-        c = self.s.clock
+        c = self.ctx.clock
         missed = 1
         if self._last_lab is not None:
             missed = math.ceil((c.now() - self._last_lab) / perf.REALTIME_INTERVAL_S) + 1
@@ -361,10 +368,12 @@ _S = TypeVar("_S")
 
 
 class Sources:
-    """Factory for the sources of one lab session; closes what it made."""
+    """``session.sources``: the factory of one lab's metric sources, built with the lab context;
+    closes what it made when the context closes."""
 
-    def __init__(self, session: LabSession):
-        self.s = session
+    def __init__(self, ctx: LabContext):
+        self.ctx = ctx
+        ctx.on_close(self.close)
         self._made: list[object] = []
 
     def _keep(self, src: _S) -> _S:
@@ -372,27 +381,27 @@ class Sources:
         return src
 
     def typeperf(self, machine: str | Machine, **kw: object) -> TypeperfSource:
-        m = machine if isinstance(machine, Machine) else self.s.lab.machine(machine)
-        return self._keep(TypeperfSource(self.s, m, **kw))  # type: ignore[arg-type]
+        m = machine if isinstance(machine, Machine) else self.ctx.lab.machine(machine)
+        return self._keep(TypeperfSource(self.ctx, m, **kw))  # type: ignore[arg-type]
 
     def pvs(self, server: str | Machine | None = None, *, poll_s: float = 5.0) -> list[PvsSource]:
         """One source per streaming server (each read in its own thread by the recorder)."""
         servers = (
-            [server if isinstance(server, Machine) else self.s.lab.machine(server)]
+            [server if isinstance(server, Machine) else self.ctx.lab.machine(server)]
             if server
-            else self.s.streaming_servers
+            else self.ctx.streaming_servers
         )
-        return [self._keep(PvsSource(self.s, m, poll_s=poll_s)) for m in servers]
+        return [self._keep(PvsSource(self.ctx, m, poll_s=poll_s)) for m in servers]
 
     def redfish_power(self, selector: str = "servers", *, interval_s: float = 5.0) -> RedfishPowerSource:
-        servers = [m for m in self.s.machines(selector) if m.kind is MachineKind.SERVER]
-        return self._keep(RedfishPowerSource(self.s, servers, interval_s=interval_s))
+        servers = [m for m in self.ctx.machines(selector) if m.kind is MachineKind.SERVER]
+        return self._keep(RedfishPowerSource(self.ctx, servers, interval_s=interval_s))
 
     def storage(self, array: str, **kw: object) -> StorageSource:
-        return self._keep(StorageSource(self.s, array, **kw))  # type: ignore[arg-type]
+        return self._keep(StorageSource(self.ctx, array, **kw))  # type: ignore[arg-type]
 
     def vcenter(self, name: str, **kw: object) -> VCenterPerfSource:
-        return self._keep(VCenterPerfSource(self.s, name, **kw))  # type: ignore[arg-type]
+        return self._keep(VCenterPerfSource(self.ctx, name, **kw))  # type: ignore[arg-type]
 
     def for_plan(self, *, interval_s: float = 5.0, poll_interval_s: float | None = None) -> list[object]:
         """Every source the lab offers: typeperf on the configuration's streaming, storage and
@@ -402,8 +411,8 @@ class Sources:
         A polled source's interval is both how often the recorder reads it and what its series are
         judged against for gaps, so it must be the interval it is actually read at."""
         poll_s = interval_s if poll_interval_s is None else poll_interval_s
-        lab = self.s.lab
-        servers: dict[str, Machine] = {m.name: m for m in self.s.streaming_servers}
+        lab = self.ctx.lab
+        servers: dict[str, Machine] = {m.name: m for m in self.ctx.streaming_servers}
         if lab.configuration is not None:
             for n in (lab.configuration.vdisk_server, lab.configuration.write_cache_server):
                 if n in lab.machines:
@@ -412,7 +421,7 @@ class Sources:
         out += self.pvs(poll_s=poll_s)
         bmcs = [m for m in lab.servers if m.bmc is not None]
         if bmcs:
-            out.append(self._keep(RedfishPowerSource(self.s, bmcs, interval_s=poll_s)))
+            out.append(self._keep(RedfishPowerSource(self.ctx, bmcs, interval_s=poll_s)))
         out += [self.storage(a, interval_s=poll_s) for a in lab.storage]
         out += [self.vcenter(v) for v in lab.vcenters]
         return out

@@ -12,7 +12,7 @@ all call it, so "bring every client to S5 and check it" is written once.
     strategy.restore(before, timeout_s=300, stop=abort)                      # back to what it was
 
 ``bring`` reads the states once, acts only on the machines that are not there yet (one burst per
-backend through :attr:`LabSession.power`), then polls until every machine is there, the deadline
+backend through the power service), then polls until every machine is there, the deadline
 (lab time) passes, or ``stop`` is set. A machine the command could not reach is not waited for; one
 still not there after a third of the timeout gets the command once more (a shutdown an overloaded
 machine never ran). Nothing is raised for a machine that does not make it: it is in ``failed``
@@ -29,15 +29,14 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from labctl.errors import LabctlError
 from labctl.inventory.model import Machine
-from labctl.lab.power import MachineState, PowerReport, State
+from labctl.lab.context import LabContext
+from labctl.lab.power.facade import Power
+from labctl.lab.power.model import MachineState, PowerReport, State
+from labctl.lab.ready import ReadyWatch
 from labctl.records.run_record import RestoreOutcome
-
-if TYPE_CHECKING:
-    from labctl.lab.session import LabSession
 
 DEFAULT_POLL_LAB_S = 5.0  # how often bring() re-reads the states it waits for, lab seconds
 RESEND_AFTER = 1 / 3  # share of the timeout after which machines not there get the command again
@@ -120,10 +119,15 @@ def _seen(st: MachineState | None) -> str:
 
 
 class PowerStrategy:
-    """Brings machines of one lab session to a goal state; see the module docstring."""
+    """Brings machines of one lab to a goal state; see the module docstring. Built with the lab
+    context and the two services it drives: power (to act and read states) and readiness."""
 
-    def __init__(self, session: LabSession, *, poll_lab_s: float = DEFAULT_POLL_LAB_S):
-        self.s = session
+    def __init__(
+        self, ctx: LabContext, power: Power, ready: ReadyWatch, *, poll_lab_s: float = DEFAULT_POLL_LAB_S
+    ):
+        self.ctx = ctx
+        self.power = power
+        self.ready = ready
         self.poll_lab_s = poll_lab_s
 
     # --- reading -----------------------------------------------------------------------------
@@ -132,7 +136,7 @@ class PowerStrategy:
         names = _names(machines)
         if not names:
             return {}
-        return {n: st.state for n, st in self.s.power.state(names).items()}
+        return {n: st.state for n, st in self.power.state(names).items()}
 
     # --- bringing ----------------------------------------------------------------------------
     def bring(
@@ -149,19 +153,19 @@ class PowerStrategy:
         clients must also answer over SSH, for cells that command them over SSH next."""
         goal = Goal(goal)
         names = _names(machines)
-        clock = self.s.clock
+        clock = self.ctx.clock
         started = clock.now()
         if not names:
             return StrategyResult(goal.value, (), {}, None, started, started)
         deadline = started + timeout_s
         stop = stop or threading.Event()
-        states = self.s.power.state(names)
+        states = self.power.state(names)
         if goal is Goal.OFF:
             todo = [n for n in names if states[n].state is not State.OFF]
-            report = self.s.power.off(todo) if todo else None
+            report = self.power.off(todo) if todo else None
         else:
             todo = [n for n in names if states[n].state in (State.OFF, State.UNKNOWN)]
-            report = self.s.power.on(todo) if todo else None
+            report = self.power.on(todo) if todo else None
         sent = report.action if report is not None else ""
         send_failed = {n: f"{sent} failed: {o.detail}" for n, o in (report.failed if report else {}).items()}
 
@@ -169,14 +173,12 @@ class PowerStrategy:
         waiting = [n for n in names if n not in send_failed]
         if goal is Goal.READY:
             readiness = (
-                self.s.wait_ready(waiting, deadline=deadline, stop=stop, answering=answering)
-                if waiting
-                else {}
+                self.ready.wait(waiting, deadline=deadline, stop=stop, answering=answering) if waiting else {}
             )
             failed = {n: r.detail or r.state for n, r in readiness.items() if not r.ready}
             stopped = stop.is_set()
         else:
-            act = self.s.power.off if goal is Goal.OFF else self.s.power.on
+            act = self.power.off if goal is Goal.OFF else self.power.on
             resend_at = started + timeout_s * RESEND_AFTER
             failed, stopped = self._wait_states(
                 waiting, _REACHED[goal], states, deadline, stop, act, resend_at
@@ -191,7 +193,7 @@ class PowerStrategy:
             clock.now(),
             stopped,
         )
-        self.s.timeline.append(
+        self.ctx.timeline.append(
             "strategy.bring",
             f"{len(names)} machine(s)",
             goal=goal.value,
@@ -216,7 +218,7 @@ class PowerStrategy:
         """Poll until every machine is in ``wanted``; returns (not there -> last seen, stopped).
         Machines still not there at ``resend_at`` get the command once more (``act``): a shutdown
         that an overloaded machine never ran, a magic packet that was lost."""
-        clock = self.s.clock
+        clock = self.ctx.clock
         last: dict[str, MachineState] = dict(first)
         pending = [n for n in names if last[n].state not in wanted]
         resent = False
@@ -226,12 +228,14 @@ class PowerStrategy:
                 break
             if not resent and now >= resend_at:
                 resent = True
-                self.s.timeline.append("strategy.resend", f"{len(pending)} machine(s)", machines=pending[:50])
+                self.ctx.timeline.append(
+                    "strategy.resend", f"{len(pending)} machine(s)", machines=pending[:50]
+                )
                 act(pending)
             if not clock.sleep(min(self.poll_lab_s, deadline - now), stop):
                 break
             try:
-                last.update(self.s.power.state(pending))
+                last.update(self.power.state(pending))
             except LabctlError as exc:  # keep polling until the deadline: the lab may come back
                 for n in pending:
                     last[n] = MachineState(n, "", State.UNKNOWN, str(exc))
@@ -247,16 +251,16 @@ class PowerStrategy:
     ) -> StrategyResult:
         """Back to the states of ``snapshot``: machines that were off go off, those that were on
         are powered on (not waited for until ready). Unknown states are left alone."""
-        started = self.s.clock.now()
-        self.s.timeline.append("restore.start", f"{len(snapshot)} machine(s)")
+        started = self.ctx.clock.now()
+        self.ctx.timeline.append("restore.start", f"{len(snapshot)} machine(s)")
         off = [n for n, st in snapshot.items() if st is State.OFF]
         on = [n for n, st in snapshot.items() if st in (State.ON, State.BOOTING)]
         parts = [self.bring(off, Goal.OFF, timeout_s=timeout_s, stop=stop)]
         if on:
-            left = max(0.0, started + timeout_s - self.s.clock.now())
+            left = max(0.0, started + timeout_s - self.ctx.clock.now())
             parts.append(self.bring(on, Goal.ON, timeout_s=left, stop=stop))
         result = StrategyResult.combine("restored", parts, started)
-        self.s.timeline.append(
+        self.ctx.timeline.append(
             "restore.end",
             f"{len(snapshot)} machine(s)",
             ok=result.ok,
@@ -275,7 +279,7 @@ class PowerStrategy:
         passing the same ``reported`` set."""
         if not expected:
             return {}
-        states = self.s.power.state(list(expected))
+        states = self.power.state(list(expected))
         out: dict[str, str] = {}
         for n, goal in expected.items():
             st = states[n]
@@ -287,5 +291,5 @@ class PowerStrategy:
         new = {n: why for n, why in out.items() if n not in reported}
         reported.update(new)
         for n, why in new.items():
-            self.s.timeline.append("power.unexpected", n, detail=why)
+            self.ctx.timeline.append("power.unexpected", n, detail=why)
         return out

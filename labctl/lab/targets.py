@@ -57,3 +57,13 @@ def resolve(lab: Lab, selector: str | list[str] | tuple[str, ...]) -> list[Machi
             if n in lab.machines:
                 seen.setdefault(n, lab.machines[n])
     return list(seen.values())
+
+
+Selector = str | list[str] | tuple[str, ...]
+
+
+def resolve_machines(lab: Lab, selector: Selector | list[Machine]) -> list[Machine]:
+    """``selector``'s machines, or the list of machines itself when it is one already."""
+    if isinstance(selector, list) and selector and isinstance(selector[0], Machine):
+        return [m for m in selector if isinstance(m, Machine)]
+    return resolve(lab, selector)  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from labctl.errors import EndpointError
-from labctl.lab.session import LabSession
+from labctl.lab.context import HasContext, LabContext, context_of
 
 FULL_FREE_SHARE = 0.01  # a datastore with less than 1 % of its capacity free is full (VMs stun)
 
@@ -45,10 +45,11 @@ class VdiState:
         return out
 
 
-def read_vdi_state(session: LabSession, desktops: Sequence[str]) -> VdiState:
+def read_vdi_state(owner: LabContext | HasContext, desktops: Sequence[str]) -> VdiState:
     """The hosts, datastores and desktops of ``desktops`` as their vCenters report them now. A
     vCenter that cannot be read is in ``unread`` (the recorder names it as a failing source too)."""
-    vdi = session.lab.vdi
+    ctx = context_of(owner)
+    vdi = ctx.lab.vdi
     state = VdiState()
     if vdi is None or not desktops:
         return state
@@ -58,7 +59,7 @@ def read_vdi_state(session: LabSession, desktops: Sequence[str]) -> VdiState:
     vcenters = sorted({vdi.hosts[h].vcenter for h in hosts if h in vdi.hosts})
     for name in vcenters:
         try:
-            vc = session.vcenter(name)
+            vc = ctx.vcenter(name)
             state.maintenance += [h for h in vc.hosts_in_maintenance() if h in hosts]
             for ds in vc.datastores().values():
                 if ds.name not in stores:

@@ -36,22 +36,22 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from labctl.criteria.known import unknown_selectors
 from labctl.criteria.model import load_criteria
 from labctl.criteria.variables import lab_names
 from labctl.errors import BadInputError, InventoryError
-from labctl.lab.lease import holder_description, lease_resource, open_lease_store
+from labctl.lab.lease import holder_description, lease_resource, lease_store_for
 from labctl.lab.sites import require_agents
 from labctl.plugin.environment import LabEnvironment
 from labctl.plugin.interrupts import Interrupts
-from labctl.plugin.live import Terminal
+from labctl.plugin.live import RunProgress, Terminal
 from labctl.plugin.options import session_lab, settings
 from labctl.plugin.plans import PlanParams, load_plan_params
-from labctl.plugin.runner import CellRun, CellRunner, Interrupted, store_sink
+from labctl.plugin.runner import CellRun, CellRunner, Interrupted, RunOutputs, store_sink
 from labctl.plugin.selection import CellSpec, cell_spec, deselect
 from labctl.recorder.cell_files import cell_id, read_cell_summaries
 from labctl.recorder.runfolder import RunFolder
-from labctl.recorder.sinks import SinkSet
-from labctl.records.run_record import RunInfo
+from labctl.records.run_record import Outcome, RunInfo
 from labctl.report import allure_helpers as A
 from labctl.scenarios.base import Scenario
 
@@ -63,6 +63,9 @@ _interrupts_key = pytest.StashKey[Interrupts]()
 _terminal_key = pytest.StashKey[Terminal]()
 _lease_key = pytest.StashKey[Any]()
 _runner_key = pytest.StashKey[dict[str, CellRunner]]()
+_outputs_key = pytest.StashKey[RunOutputs]()
+_progress_key = pytest.StashKey[RunProgress]()
+_outcome_key = pytest.StashKey[tuple[Outcome, str]]()  # on a test item: its cells' outcome and reason
 _store_key = pytest.StashKey[Any]()  # the session's StoreSink (one for every plan's runner), or None
 
 CELL_FIXTURES = ("run_cell", "lab_env")  # a test using these touches machines: it needs the lease
@@ -106,6 +109,16 @@ def typed_params(config: pytest.Config, test_path: Path, marker: pytest.Mark) ->
         raw = plan_params_for(config, test_path, plan, model)
         cache[key] = (raw, raw.typed(model) if model is not None else raw)
     return cache[key]
+
+
+def plans_recorded(config: pytest.Config) -> dict[str, Any]:
+    """Each plan of the session with its profile and resolved parameters (the typed model's values,
+    defaults included), for run.json: what makes two runs alike (labctl.records.run_kind)."""
+    out: dict[str, Any] = {}
+    for (_, plan), (raw, typed) in sorted(config.stash.get(_typed_key, {}).items()):
+        values = typed.model_dump(mode="json") if isinstance(typed, BaseModel) else dict(raw.values)
+        out[plan] = {"profile": raw.profile, "source": raw.source, "values": values}
+    return out
 
 
 def _values(typed: Any, name: str) -> list[Any] | None:
@@ -229,9 +242,11 @@ def check_plans(session: pytest.Session) -> None:
                 path = Path(item.path).parent / "criteria" / f"{name}.yaml"
                 if path.exists():
                     try:
-                        load_criteria(path, names)
+                        # selectors naming no recorded series: refused now, not after a storm
+                        found = unknown_selectors(load_criteria(path, names), str(path))
                     except BadInputError as exc:
-                        problems += [p for p in str(exc).splitlines() if p not in problems]
+                        found = str(exc).splitlines()
+                    problems += [p for p in found if p not in problems]
     if problems:
         raise pytest.UsageError("\n".join(dict.fromkeys(problems)))
 
@@ -252,8 +267,7 @@ def take_lease(session: pytest.Session) -> None:
         require_agents(lab)
     except BadInputError as exc:
         raise pytest.UsageError(str(exc)) from None
-    hub = lab.agents.hub if lab.agents is not None else None
-    store = open_lease_store(hub, hub_domain=lab.agents.hub_domain if lab.agents is not None else None)
+    store = lease_store_for(lab)
     try:
         config.stash[_lease_key] = store.take(
             lease_resource("lab", lab.name), holder_description(what), wait_s=settings(config).lease_wait_s
@@ -300,6 +314,14 @@ def terminal(config: pytest.Config) -> Terminal:
     return config.stash[_terminal_key]
 
 
+def install_interrupts(config: pytest.Config) -> Interrupts:
+    """From here on SIGINT, SIGTERM and SIGHUP stop the cell and restore the lab (the ``lab_env``
+    fixture's first step; a test's own lab environment takes it too)."""
+    if _interrupts_key not in config.stash:
+        config.stash[_interrupts_key] = Interrupts(terminal(config).line).install()
+    return config.stash[_interrupts_key]
+
+
 def interrupts_of(config: pytest.Config) -> Interrupts | None:
     return config.stash.get(_interrupts_key, None)
 
@@ -329,10 +351,10 @@ def uninstall_interrupts(config: pytest.Config) -> None:
 def lab_env(pytestconfig: pytest.Config, lab: Any, run_folder: RunFolder) -> Iterator[LabEnvironment]:
     """The lab the plans drive (starting the simulated lab if needed); restores power at the end.
     From here on SIGINT, SIGTERM and SIGHUP stop the cell and restore the lab (see interrupts)."""
-    term = terminal(pytestconfig)
-    interrupts = Interrupts(term.line).install()
-    pytestconfig.stash[_interrupts_key] = interrupts
-    env = LabEnvironment(settings(pytestconfig).lab_file, lab, abort=interrupts.abort, say=term.line)
+    interrupts = install_interrupts(pytestconfig)
+    env = LabEnvironment(
+        settings(pytestconfig).lab_file, lab, abort=interrupts.abort, say=terminal(pytestconfig).line
+    )
     try:
         yield env
     finally:
@@ -348,9 +370,39 @@ def _runner(config: pytest.Config, plan: str, env: LabEnvironment, run: RunFolde
     if plan not in runners:
         it = config.stash[_interrupts_key]
         runners[plan] = CellRunner(
-            plan, run, env, it, terminal(config), lease=lease_of(config), store=_store(config, run)
+            plan,
+            run,
+            env,
+            it,
+            terminal(config),
+            lease=lease_of(config),
+            outputs=_outputs(config, run),
+            progress=run_progress(config),
         )
     return runners[plan]
+
+
+def run_progress(config: pytest.Config) -> RunProgress:
+    """Where the session is (cell n of N, elapsed, ETA), shared by its plans' runners. N is the
+    number of selected tests that run cells, set when collection is done (:func:`count_cells`)."""
+    if _progress_key not in config.stash:
+        config.stash[_progress_key] = RunProgress()
+    return config.stash[_progress_key]
+
+
+def count_cells(session: pytest.Session) -> None:
+    run_progress(session.config).total = sum(
+        "run_cell" in getattr(item, "fixturenames", ()) for item in session.items
+    )
+
+
+def _outputs(config: pytest.Config, run: RunFolder) -> RunOutputs:
+    """The run's sinks, one set for every plan of the session (one junit.xml with every cell)."""
+    if _outputs_key not in config.stash:
+        config.stash[_outputs_key] = RunOutputs(
+            run, store=_store(config, run), strict_marginal=bool(config.getoption("--strict-marginal"))
+        )
+    return config.stash[_outputs_key]
 
 
 def _store(config: pytest.Config, run: RunFolder) -> Any:
@@ -388,6 +440,7 @@ def run_cell(
             request.session.shouldstop = it.reason
             raise Interrupted(f"{cid}: not started: the run was {it.reason}")
         criteria = plan_dir / "criteria" / f"{scenario.name}.yaml"
+        runner.last = None
         try:
             return runner.run(
                 scenario, cell_id=cid, configuration=cfg, criteria=criteria if criteria.exists() else None
@@ -395,8 +448,23 @@ def run_cell(
         except Interrupted:
             request.session.shouldstop = it.reason  # no further cell starts
             raise
+        finally:
+            if runner.last is not None:  # the word the terminal counts the test under
+                note_outcome(request.node, runner.last.outcome, runner.last.summary.reason)
 
     return run
+
+
+def note_outcome(item: pytest.Item, outcome: Outcome, reason: str) -> None:
+    """Keep a cell's outcome on its test (the worst, for a test that ran several cells)."""
+    had = item.stash.get(_outcome_key, None)
+    if had is None or outcome.severity > had[0].severity:
+        item.stash[_outcome_key] = (outcome, reason)
+
+
+def outcome_of(item: pytest.Item) -> tuple[Outcome, str] | None:
+    """The outcome (and reason) of the cells a test ran, None for a test that ran none."""
+    return item.stash.get(_outcome_key, None)
 
 
 @pytest.fixture
@@ -415,13 +483,11 @@ def reuse_cell(run_folder: RunFolder) -> Callable[..., Any]:
 
 
 def finish_runners(config: pytest.Config, info: RunInfo) -> None:
-    """The run ended: every cell runner's per-run outputs (junit.xml, Allure categories)."""
-    runners = list(config.stash.get(_runner_key, {}).values())
-    for runner in runners:
-        runner.finish(info)
-    store = config.stash.get(_store_key, None)
-    if store is not None and runners:  # once per run, not once per plan
-        SinkSet(runners[0].run_folder, [store]).run_finished(info)
+    """The run ended: its per-run outputs (junit.xml, Allure categories, the store's run row),
+    once for the run, not once per plan."""
+    outputs = config.stash.get(_outputs_key, None)
+    if outputs is not None:
+        outputs.finish(info)
 
 
 def check_lab_loads(session: pytest.Session) -> None:

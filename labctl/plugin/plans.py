@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from labctl.errors import BadInputError
 from labctl.inventory.load import display_path
+from labctl.inventory.userfile import check_yaml_text, read_user_text, yaml_depth_exceeded
 
 PROFILE_ENV = "LABCTL_PROFILE"
 MAX_PLAN_FILE_BYTES = 1_000_000  # a plan file is a few hundred bytes; this bounds a hostile one
@@ -120,11 +121,10 @@ def load_plan_params(
     overridden when the profile has it or it is ``known`` (the plan model's parameters)."""
     shown = display_path(str(plan_file))
     try:
-        if plan_file.stat().st_size > MAX_PLAN_FILE_BYTES:
-            raise BadInputError(
-                f"{shown}: a plan file over {MAX_PLAN_FILE_BYTES} bytes (is it the right file?)"
-            )
-        data = _load_yaml(plan_file.read_text(), shown)
+        # bounded in size, type and depth before it is parsed (labctl.inventory.userfile)
+        text = read_user_text(plan_file, what="plan file", max_bytes=MAX_PLAN_FILE_BYTES, shown=shown)
+        check_yaml_text(text, shown, "plan file")
+        data = _load_yaml(text, shown)
     except FileNotFoundError:
         raise BadInputError(f"{shown}: plan file not found (check --plan-file or the plan name)") from None
     except yaml.YAMLError as exc:
@@ -134,6 +134,8 @@ def load_plan_params(
     if not isinstance(data, dict) or not isinstance(data.get("profiles"), dict):
         raise BadInputError(f"{shown}: a plan file needs `plan:` and a `profiles:` mapping")
     profiles: dict[str, Any] = data["profiles"]
+    if profile is not None and not profile.strip():
+        raise BadInputError(f"--profile '': an empty name (choose one of: {', '.join(map(str, profiles))})")
     chosen = (
         profile or os.environ.get(PROFILE_ENV) or data.get("default_profile") or next(iter(profiles), None)
     )
@@ -154,6 +156,11 @@ def load_plan_params(
                 f"--plan-param {item!r}: plan {data.get('plan')!r} has no parameter {key!r} "
                 f"(known: {', '.join(sorted({*values, *known}))})"
             )
+        if len(raw) > MAX_VALUE_CHARS or yaml_depth_exceeded(raw, MAX_DEPTH) is not None:
+            raise BadInputError(
+                f"--plan-param {key!r}: the value is longer than {MAX_VALUE_CHARS} characters or nested "
+                f"deeper than {MAX_DEPTH} levels (write a number, a word or a flat list)"
+            )
         value = _parse_value(raw)
         if isinstance(values.get(key), list) and not isinstance(value, list):
             value = [value]  # `--param group_sizes=50` means one cell, not a scalar
@@ -169,6 +176,7 @@ def load_plan_params(
 
 
 MAX_DEPTH = 8  # profiles -> profile -> parameter -> list -> pair: a plan file is shallow
+MAX_VALUE_CHARS = 4096  # one --plan-param value: a number, a word or a list of a few hundred
 
 
 def _load_yaml(text: str, shown: str) -> Any:

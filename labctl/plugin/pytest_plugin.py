@@ -35,7 +35,7 @@ from labctl.plugin.plan_fixtures import (  # noqa: F401  (pytest finds fixtures 
 from labctl.plugin.runner import Interrupted
 from labctl.recorder.cell_files import read_cell_summaries
 from labctl.recorder.runfolder import RunFolder
-from labctl.records.run_record import RunOutcome, run_outcome
+from labctl.records.run_record import Outcome, RunOutcome, run_outcome
 
 _run_key = pytest.StashKey[RunFolder]()
 _plan_key = pytest.StashKey[str]()
@@ -43,6 +43,13 @@ _plan_key = pytest.StashKey[str]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    parser.getgroup("labctl").addoption(
+        "--strict-marginal",
+        action="store_true",
+        default=False,
+        help="A marginal cell (outside its pass band, inside its marginal band) fails the session "
+        "(JUnit failure, Allure failed) instead of passing with a warning; it is still called marginal.",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -67,6 +74,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         plan_fixtures.check_lab_loads(session)
         plan_fixtures.check_plans(session)
         plan_fixtures.take_lease(session)
+        plan_fixtures.count_cells(session)
     session.config.stash[_plan_key] = _plan_name(session.items)
 
 
@@ -102,6 +110,10 @@ def run_folder(lab: Lab, pytestconfig: pytest.Config) -> RunFolder:
     if _run_key not in pytestconfig.stash:
         s = settings(pytestconfig)
         params: dict[str, Any] = {"pytest_args": list(pytestconfig.invocation_params.args)}
+        plans = plan_fixtures.plans_recorded(pytestconfig)  # profile + parameters: what runs alike share
+        if plans:
+            profiles = list(dict.fromkeys(str(p["profile"]) for p in plans.values()))
+            params.update(profile="+".join(profiles), plans=plans)
         plan = pytestconfig.stash.get(_plan_key, "session")
         run = RunFolder.create(s.results_dir, lab, plan, params)
         lease = plan_fixtures.lease_of(pytestconfig)
@@ -135,7 +147,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     elif status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
         outcome, reason = RunOutcome.ERROR, f"pytest ended with {status.name.lower()}"
     elif status is pytest.ExitCode.TESTS_FAILED and outcome is RunOutcome.PASSED:
-        outcome, reason = RunOutcome.FAILED, "a plan's own check failed (see the test report)"
+        marginal = [c for c in cells.values() if c.outcome is Outcome.MARGINAL]
+        if marginal and session.config.getoption("--strict-marginal"):
+            reason = f"{len(marginal)} marginal cell(s) fail with --strict-marginal: {marginal[0].cell}"
+        else:
+            reason = "a plan's own check failed (see the test report)"
+        outcome = RunOutcome.FAILED
     plan_fixtures.finish_runners(session.config, run.finish(outcome, reason))
     if run.write_errors and session.exitstatus == pytest.ExitCode.OK:  # an incomplete folder is no pass
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -147,8 +164,40 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     plan_fixtures.release_lease(config)
 
 
+# The terminal counts a cell under its outcome's word, as every other output names it: "5 passed,
+# 2 marginal, 1 failed, 1 lab fault" (pytest's own words for pass and fail). Error keeps pytest's
+# "failed" and its traceback: it is a defect of labctl or the plan, not a verdict.
+# outcome -> (category in the summary line, progress letter, verbose word, colour)
+TERMINAL: dict[Outcome, tuple[str, str, str, str]] = {
+    Outcome.MARGINAL: ("marginal", "m", "MARGINAL", "yellow"),
+    Outcome.LAB_FAULT: ("lab fault", "L", "LAB FAULT", "red"),
+    Outcome.NO_DATA: ("no data", "N", "NO DATA", "red"),
+    Outcome.INTERRUPTED: ("interrupted", "I", "INTERRUPTED", "yellow"),
+}
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    outcome = getattr(report, "labctl_outcome", None)
+    if report.when != "call" or outcome not in TERMINAL:
+        return None
+    category, letter, word, colour = TERMINAL[outcome]
+    return category, letter, (word, {colour: True})
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """The cells that did not pass, one line each with their word and reason (a marginal or a
+    lab-fault cell has no place in pytest's FAILURES section)."""
+    lines = [
+        f"{str(r.labctl_outcome).replace('_', ' ').upper()} {r.labctl_cell}: {r.labctl_reason}"
+        for key in terminalreporter.stats
+        for r in terminalreporter.stats[key]
+        if getattr(r, "labctl_outcome", "pass") != "pass" and getattr(r, "when", "") == "call"
+    ]
+    if lines:
+        terminalreporter.section("labctl: cells that did not pass")
+        for line in lines:
+            terminalreporter.write_line(line)
     it = plan_fixtures.interrupts_of(config)
     if it is not None and it.requested:
         terminalreporter.write_line(f"labctl: {it.reason}: what was measured is kept in the run folder")
@@ -163,13 +212,22 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """A cell that failed, broke or was interrupted shows its one-line reason, not a traceback
-    through the runner (the reason names the machine, the endpoint or the criterion)."""
+    through the runner (the reason names the machine, the endpoint or the criterion); the report
+    carries the cell's outcome, which the terminal counts it under."""
     report = yield
     excinfo = call.excinfo
     if excinfo is not None and isinstance(
         excinfo.value, ThresholdFailure | LabFault | NoDataError | Interrupted
     ):
         report.longrepr = f"{type(excinfo.value).__name__}: {excinfo.value}"
+    noted = plan_fixtures.outcome_of(item)
+    if call.when == "call" and noted is None and "run_cell" in getattr(item, "fixturenames", ()):
+        plan_fixtures.run_progress(item.config).skipped()  # e.g. a cell reused from an earlier plan
+    if call.when == "call" and noted is not None:
+        outcome, reason = noted
+        report.labctl_outcome = outcome.value
+        report.labctl_reason = reason.splitlines()[0] if reason else ""
+        report.labctl_cell = item.nodeid.rsplit("[", 1)[-1].rstrip("]") if "[" in item.nodeid else item.name
     return report
 
 

@@ -13,7 +13,9 @@
    on a partial window); the outcome is the worst of what the scenario saw and the verdict, with a
    one-line reason;
 5. the :class:`CellRecord` goes to every sink (run folder, Allure, JUnit; the results store's
-   :class:`~labctl.store.StoreSink` when the session names a store, see :func:`store_sink`);
+   :class:`~labctl.store.StoreSink` when the session names a store, see :func:`store_sink`): one
+   :class:`RunOutputs` per run, shared by its plans' runners; the terminal gets the cell's verdict
+   and reason with where the run is (cell n of N, elapsed, ETA: :class:`~labctl.plugin.live.RunProgress`);
 6. the cell ends with the exception that gives pytest and Allure its status: ThresholdFailure
    (failed), LabFault / NoDataError / Interrupted (broken), or the scenario's own error.
 """
@@ -30,14 +32,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from labctl.criteria.errors import LabFault, NoDataError, ThresholdFailure
-from labctl.criteria.model import load_criteria
+from labctl.criteria.model import VARIABLE, load_criteria
 from labctl.criteria.variables import Names, lab_names
 from labctl.errors import BadInputError, LabctlError
 from labctl.lab.lease import Lease
 from labctl.lab.sites import set_run_context
 from labctl.plugin.environment import LabEnvironment
 from labctl.plugin.interrupts import Interrupts
-from labctl.plugin.live import CellDisplay, Terminal
+from labctl.plugin.live import CellDisplay, Peaks, RunProgress, Terminal, verdict_line
 from labctl.recorder import Recorder
 from labctl.recorder.cell_record import broken_record, judged_record
 from labctl.recorder.sinks import AllureSink, JUnitSink, RunFolderSink, Sink, SinkSet
@@ -120,6 +122,42 @@ class RunnerContext:
         self.recorder.record_samples(samples)
 
 
+class RunOutputs:
+    """The outputs of one run, shared by the runners of all its plans: one run folder sink, one
+    ``allure-results``, one ``junit.xml`` holding every cell of every plan (a runner of its own
+    per plan rewrote junit.xml with its own cells only: ``labctl run 2007`` kept the last plan's),
+    and the results store's sink when the session names a store.
+
+    ``strict_marginal``: a marginal cell fails (JUnit failure, Allure failed), as
+    ``--strict-marginal`` asks; its outcome stays ``marginal`` everywhere else."""
+
+    def __init__(self, run_folder: Any, *, store: Sink | None = None, strict_marginal: bool = False):
+        self.run_folder = run_folder
+        self.store = store
+        self.strict_marginal = strict_marginal
+        self.folder = RunFolderSink(run_folder)
+        self._allure: AllureSink | None = None
+        self._junit: JUnitSink | None = None
+
+    def sinks(self) -> SinkSet:
+        """Every output of a cell: the run folder (summary.json, verdicts.json), Allure (its
+        evidence charts drawn by the report's chart helpers), JUnit (junit.xml) and the store."""
+        if self._allure is None:
+            self._allure = AllureSink(
+                self.run_folder, chart=_evidence_png, strict_marginal=self.strict_marginal
+            )
+        if self._junit is None:
+            self._junit = JUnitSink(self.run_folder, strict_marginal=self.strict_marginal)
+        extra = [self.store] if self.store is not None else []
+        return SinkSet(self.run_folder, [self.folder, self._allure, self._junit, *extra])
+
+    def finish(self, info: RunInfo) -> None:
+        """The run ended: the sinks that write per run (junit.xml, Allure categories, the store's
+        run row), once for the run whatever the number of plans."""
+        sinks = [s for s in (self._allure, self._junit, self.store) if s is not None]
+        SinkSet(self.run_folder, sinks).run_finished(info)
+
+
 @dataclass
 class CellRunner:
     """Runs the cells of one plan session; see the module docstring."""
@@ -130,10 +168,9 @@ class CellRunner:
     interrupts: Interrupts
     terminal: Terminal
     lease: Lease | None = None  # the lab lease this session holds (``lost`` is set if it lapsed)
-    store: Sink | None = None  # the results store's sink, one per session (see store_sink)
-    _folder: RunFolderSink | None = field(default=None, init=False)
-    _allure: AllureSink | None = field(default=None, init=False)
-    _junit: JUnitSink | None = field(default=None, init=False)
+    outputs: RunOutputs | None = None  # the run's sinks, shared with the other plans' runners
+    progress: RunProgress | None = None  # cell n of N, elapsed, ETA (shared by the plans' runners)
+    last: CellRecord | None = field(default=None, init=False)  # the record of the cell run last
 
     def run(
         self,
@@ -147,6 +184,17 @@ class CellRunner:
             return self._run(scenario, cell_id, configuration, criteria)
 
     def _run(self, scenario: Scenario, cid: str, configuration: str | None, criteria: Path | None) -> CellRun:
+        if self.progress is None:
+            self.progress = RunProgress()
+        self.progress.cell_started()
+        try:
+            return self._measure(scenario, cid, configuration, criteria)
+        finally:
+            self.progress.cell_finished()
+
+    def _measure(
+        self, scenario: Scenario, cid: str, configuration: str | None, criteria: Path | None
+    ) -> CellRun:
         try:
             session = self.env.session(configuration)
         except BadInputError as exc:  # e.g. another simulated lab is up: the session cannot go on
@@ -166,7 +214,7 @@ class CellRunner:
             cell=cid,
         )
         recorder.attach(session.timeline)
-        sinks = self._sinks(recorder)
+        sinks = self.out.sinks()
         started = session.clock.now()
         self.folder.cell_started(
             _bare(
@@ -176,7 +224,13 @@ class CellRunner:
         recorder.record(
             "cell.start", cid, plan=self.plan, scenario=scenario.name, configuration=cfg, **head.parameters
         )
-        display = CellDisplay(self.terminal, cid, _latest(recorder, cid))
+        display = CellDisplay(
+            self.terminal,
+            cid,
+            _latest(recorder, cid),
+            run=self.progress,
+            peaks=_peaks(recorder, cid, criteria, _display_names(session, head)),
+        )
         self.interrupts.say = display.note
         ctx = RunnerContext(cid, self.interrupts, display, recorder, session.timeline)
         result: ScenarioResult | None = None
@@ -229,32 +283,36 @@ class CellRunner:
                 broke = exc
                 record = broken_record(head, recorder, Outcome.ERROR, exc, summary=summary)
         sinks.cell_finished(record, recorder)
+        self.progress_done(record, first=not display.lines)
         restore = record.summary.restore
         if self.interrupts.abort.is_set() and restore is not None and not restore.ok:
             self.terminal.line(f"{cid}: restore abandoned: {restore.detail}")
         cell = CellRun(result, record)
+        self.last = record
         self._raise(cell, broke)
         return cell
 
+    def progress_done(self, record: CellRecord, *, first: bool = False) -> None:
+        """The cell's verdict and reason the moment it ends, with where the run is (``first``: the
+        cell printed nothing yet, so pytest's line is still open)."""
+        assert self.progress is not None
+        self.progress.cell_finished()
+        line = verdict_line(record.cell, record.outcome, record.summary.reason, self.progress)
+        self.terminal.line(("\n" if first else "") + line)
+
+    @property
+    def out(self) -> RunOutputs:
+        if self.outputs is None:
+            self.outputs = RunOutputs(self.run_folder)
+        return self.outputs
+
     @property
     def folder(self) -> RunFolderSink:
-        if self._folder is None:
-            self._folder = RunFolderSink(self.run_folder)
-        return self._folder
-
-    def _sinks(self, recorder: Recorder) -> SinkSet:
-        """Every output of the cell: the run folder (summary.json, verdicts.json), Allure (its
-        evidence charts drawn by the report's chart helpers) and JUnit (junit.xml)."""
-        if self._allure is None:
-            self._allure = AllureSink(self.run_folder, chart=_evidence_png)
-        if self._junit is None:
-            self._junit = JUnitSink(self.run_folder)
-        extra = [self.store] if self.store is not None else []
-        return SinkSet(self.run_folder, [self.folder, self._allure, self._junit, *extra])
+        return self.out.folder
 
     def finish(self, info: RunInfo) -> None:
-        """The run ended: the sinks that write per run (junit.xml, Allure categories)."""
-        SinkSet(self.run_folder, [s for s in (self._allure, self._junit) if s is not None]).run_finished(info)
+        """The run ended: the per-run outputs (once, however many plans share them)."""
+        self.out.finish(info)
 
     @staticmethod
     def _names(session: Any, result: ScenarioResult | None, head: CellHead) -> Names:
@@ -275,18 +333,22 @@ class CellRunner:
             raise ThresholdFailure(reason)
         if outcome is Outcome.NO_DATA:
             raise NoDataError(reason)
+        if outcome is Outcome.MARGINAL and self.out.strict_marginal:
+            raise ThresholdFailure(f"{reason} (marginal fails with --strict-marginal)")
 
 
 def store_sink(url: str, run_folder: Any, say: Any = log.warning) -> StoreSink | None:
     """The results store's sink for a run (``--store URL``), or None when the store cannot be
     opened: the run goes on, its folder stays the source of truth (``labctl runs import``)."""
     # imported here: a session without a store never loads the store's database libraries
-    from labctl.store import StoreSink, open_store
+    from labctl.store import StoreSink, open_store, safe_url
 
     try:
-        return StoreSink(open_store(url), run_folder.info, run_folder.path)
+        return StoreSink(open_store(url), run_folder.info, run_folder.path, say=say)
     except LabctlError as exc:
-        say(f"results store {url}: {exc}; the run is not stored as it goes (labctl runs import it later)")
+        say(
+            f"results store {safe_url(url)}: {exc}; the run is not stored as it goes (labctl runs import it later)"
+        )
         return None
 
 
@@ -327,6 +389,80 @@ def _evidence_png(verdict: CriterionVerdict, series: Sequence[Series]) -> bytes:
     from labctl.report.charts import evidence_png  # matplotlib: loaded only when a chart is drawn
 
     return evidence_png(verdict, series)
+
+
+def _display_names(session: Any, head: CellHead) -> Names:
+    """The names the display resolves the criteria's entities with, before the scenario ran (a
+    lab whose names do not resolve shows no peaks; judging the cell reports why)."""
+    try:
+        return lab_names(session.lab).with_vars(head.parameters)
+    except LabctlError:
+        return Names()
+
+
+def _figures(
+    criteria: Path | None, names: Names
+) -> list[tuple[str, str | None, str | None, str | None, str]]:
+    """The series the criteria judge, once each: (label, source, entity, metric, unit). The label
+    is the metric's name, or the criterion's where the metric is a pattern; a criterion whose
+    entity needs a variable only the scenario's result brings is left out."""
+    if criteria is None:
+        return []
+    try:
+        cf = load_criteria(criteria)  # checked with the lab's names at collection already
+    except LabctlError:
+        return []
+    out: list[tuple[str, str | None, str | None, str | None, str]] = []
+    seen: set[tuple[str | None, str | None, str | None]] = set()
+    for c in cf.criteria:
+        sel = c.select
+        if sel.is_result:
+            continue
+        entity = sel.entity
+        if entity is not None:
+            try:
+                entity = VARIABLE.sub(lambda m: str(names.variables[m.group(1)]), entity)
+            except KeyError:
+                continue
+        key = (sel.source, entity, sel.metric)
+        if key in seen:
+            continue
+        seen.add(key)
+        plain = sel.metric is not None and not any(ch in sel.metric for ch in "*?[")
+        label = sel.metric if plain and sel.metric else c.name
+        out.append((label, sel.source, entity, sel.metric, c.unit))
+    labels = [f[0] for f in out]
+    return [
+        (f"{label} {entity}" if labels.count(label) > 1 and entity else label, source, entity, metric, unit)
+        for label, source, entity, metric, unit in out
+    ]
+
+
+def _peaks(recorder: Recorder, cell: str, criteria: Path | None, names: Names) -> Peaks:
+    """The highest sample so far of each series the criteria judge (over their entities), for the
+    display, read at most once a wall second."""
+    figures = _figures(criteria, names)
+    cache: list[tuple[str, float, str]] = []
+    read_at = [0.0]
+    lock = threading.Lock()
+
+    def peaks() -> list[tuple[str, float, str]]:
+        with lock:
+            if time.monotonic() - read_at[0] < 1.0:
+                return list(cache)
+            read_at[0] = time.monotonic()
+            cache.clear()
+            for label, source, entity, metric, unit in figures:
+                highs = [
+                    max(v for v in s.values if v == v)  # NaN: no value reported
+                    for s in recorder.series(cell=cell, source=source, entity=entity, metric=metric)
+                    if any(v == v for v in s.values)
+                ]
+                if highs:
+                    cache.append((label, max(highs), unit))
+            return list(cache)
+
+    return peaks
 
 
 def _latest(recorder: Recorder, cell: str) -> Any:

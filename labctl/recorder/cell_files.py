@@ -14,7 +14,6 @@ does not validate is skipped with a warning, and format-1 files of older runs ar
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from labctl.inventory.userfile import UserFileError, load_user_json
 from labctl.recorder.atomic import write_json_atomic
 from labctl.recorder.legacy import summary_from_v1, verdict_from_v1
 from labctl.recorder.series import run_path
@@ -72,11 +72,11 @@ def write_cell_files(run: Any, record: CellRecord) -> list[Path]:
 
 
 def _load(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:  # a user's file: regular (no symlink to elsewhere), bounded, shallow (inventory.userfile)
+        data = load_user_json(path, what=path.name, follow_symlinks=False)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except (OSError, UserFileError) as exc:
         log.warning("%s: unreadable, skipped (%s)", path, exc)
         return None
     if not isinstance(data, dict):

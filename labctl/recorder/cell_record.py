@@ -181,11 +181,7 @@ def cell_reason(
 def _verdict_parts(verdict: CellVerdict | None) -> list[tuple[Outcome, str]]:
     if verdict is None:
         return []
-    return [
-        (c.outcome, c.message)
-        for c in verdict.criteria
-        if c.outcome is not Outcome.PASS and (c.required or c.outcome is not Outcome.NO_DATA)
-    ]
+    return [(c.outcome, c.message) for c in verdict.criteria if c.outcome is not Outcome.PASS and c.counts]
 
 
 def judged_record(

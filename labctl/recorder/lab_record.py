@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from labctl.errors import LabctlError
+from labctl.inventory import bounds
 from labctl.inventory.load import load_lab
+from labctl.inventory.userfile import UserFileError, load_user_yaml
 from labctl.recorder.runfolder import RESOLVED_INVENTORY_FILE, read_run_info
 from labctl.recorder.series import run_path
 
@@ -56,11 +56,11 @@ class ResolvedLab:
 
 
 def _read_yaml(path: Path) -> dict[str, Any] | None:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:  # a user's file: regular (no symlink to elsewhere), bounded, shallow (inventory.userfile)
+        data = load_user_yaml(path, what=path.name, max_bytes=bounds.MAX_FILE_BYTES, follow_symlinks=False)
     except FileNotFoundError:
         return None
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UserFileError) as exc:
         log.warning("%s: unreadable, skipped (%s)", path, exc)
         return None
     return data if isinstance(data, dict) else None

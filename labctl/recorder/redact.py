@@ -20,7 +20,12 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from labctl.inventory.credentials import lab_credential_refs, secret_values, secrets_file_values
+from labctl.inventory.credentials import (
+    lab_credential_refs,
+    plain_credentials,
+    secret_values,
+    secrets_file_values,
+)
 
 if TYPE_CHECKING:
     from labctl.inventory.model import Lab
@@ -35,6 +40,20 @@ _SENSITIVE_KEY = re.compile(
     r"(^|[_.-])(password|passwd|secret|token|api[_-]?key|private[_-]?key)$", re.IGNORECASE
 )
 _REFERENCE = re.compile(r"^(env|secret):[A-Za-z_][A-Za-z0-9_.-]*$")
+# ?password=... / &token=... in a URL or a DSN's keyword form (password=... in "host=x password=y")
+_QUERY_SECRET = re.compile(
+    r"(?P<head>(?:[?&;\s]|^)(?:password|passwd|pwd|secret|token|api[_-]?key|sslpassword)=)(?P<value>[^&\s#;]+)",
+    re.IGNORECASE,
+)
+
+
+def redact_patterns(s: str) -> str:
+    """``s`` with what *looks* like a credential masked, without knowing any secret value: a
+    password inside a URL (``scheme://user:***@host``) and password-like query or DSN keywords
+    (``?password=***``). For text about to reach a terminal from anywhere (the CLI's error lines,
+    a store URL echoed back), where no lab's secrets are at hand."""
+    s = _URL_PASSWORD.sub(lambda m: f"{m['head']}{MASK}{m['at']}", s)
+    return _QUERY_SECRET.sub(lambda m: f"{m['head']}{MASK}", s)
 
 
 class Redactor:
@@ -48,8 +67,12 @@ class Redactor:
 
     @classmethod
     def from_lab(cls, lab: Lab) -> Redactor:
-        """Every value the lab's credential references resolve to now, plus the secrets file's."""
-        return cls([*secret_values(lab_credential_refs(lab)), *secrets_file_values()])
+        """Every value the lab's credential references resolve to now, plus the secrets file's, plus
+        any password written as a value instead of a reference (validation refuses one; a lab
+        built another way may still hold it, and it must not reach a single output)."""
+        return cls(
+            [*secret_values(lab_credential_refs(lab)), *secrets_file_values(), *plain_credentials(lab)]
+        )
 
     def add(self, *secrets: str) -> None:
         """Learn more secret values (e.g. credentials the simulated lab generated after start)."""
@@ -63,11 +86,12 @@ class Redactor:
         return len(self._secrets)
 
     def text(self, s: str) -> str:
-        """``s`` with every known secret value and every password inside a URL masked."""
+        """``s`` with every known secret value, every password inside a URL and every
+        password-like URL or DSN keyword masked."""
         pattern = self._pattern
         if pattern is not None:
             s = pattern.sub(MASK, s)
-        return _URL_PASSWORD.sub(lambda m: f"{m['head']}{MASK}{m['at']}", s)
+        return redact_patterns(s)
 
     def obj(self, value: Any) -> Any:
         """A copy of a JSON-like value (dicts, lists, tuples, scalars) with secrets masked.

@@ -40,6 +40,7 @@ from labctl import __version__
 from labctl.clock import LabClock
 from labctl.errors import LabctlError
 from labctl.inventory.model import Lab
+from labctl.inventory.userfile import UserFileError, load_user_json
 from labctl.recorder.atomic import atomic_write_text, json_text
 from labctl.recorder.redact import Redactor
 from labctl.recorder.series import run_path
@@ -329,10 +330,10 @@ class BadRunFolder(ValueError):
 
 
 def _read_info(path: Path) -> RunInfo:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise BadRunFolder(f"{path}: not JSON ({exc})") from None
+    try:  # a user's file: regular (no symlink to elsewhere), bounded, shallow (inventory.userfile)
+        data = load_user_json(path, what="run.json", follow_symlinks=False)
+    except UserFileError as exc:
+        raise BadRunFolder(str(exc)) from None
     if not isinstance(data, dict):
         raise BadRunFolder(f"{path}: not a JSON object")
     if data.get("format", 1) < 2:

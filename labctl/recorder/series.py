@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from labctl.inventory.userfile import open_user_file
 from labctl.records.samples import Event, Sample
 from labctl.records.series import SERIES_FILE, Series, SeriesStore, iso_utc, matches, ts_s
 
@@ -123,11 +124,11 @@ def _complete_lines(fh: Iterable[str]) -> Iterator[str]:
 
 
 def _read_rows(path: Path) -> Iterator[dict[str, str]]:
-    try:
-        fh = path.open(newline="", encoding="utf-8")
+    try:  # a user's file: regular, no symlink out of the run folder (labctl.inventory.userfile)
+        raw = open_user_file(path, what=path.name, follow_symlinks=False)
     except FileNotFoundError:
         return
-    with fh:
+    with io.TextIOWrapper(raw, newline="", encoding="utf-8", errors="replace") as fh:
         reader = csv.DictReader(_complete_lines(fh))
         for row in reader:
             if None in row or any(row.get(c) is None for c in SERIES_COLUMNS):
@@ -204,8 +205,9 @@ def read_events(run: Any, *, cell: str | None = None, kind: str | None = None) -
     """The events of a run folder (``kind`` may be a pattern such as ``power.*``), in file order."""
     path = run_path(run) / EVENTS_FILE
     out: list[dict[str, Any]] = []
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # a user's file: regular, no symlink out of the run folder (labctl.inventory.userfile)
+        with open_user_file(path, what=path.name, follow_symlinks=False) as raw:
+            text = raw.read().decode("utf-8", errors="replace")
     except FileNotFoundError:
         return out
     for line in text.splitlines():

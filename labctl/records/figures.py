@@ -15,7 +15,10 @@ Which figures a cell has:
   ``never_booted`` (machines without a boot time: count);
 - per copier: ``copy_s`` mean and max;
 - per server-side series in :data:`SERIES_KINDS` (not per-machine series, not ``_Total``
-  aggregates): its ``peak`` and/or ``mean`` over the window, with the series' coverage.
+  aggregates): its ``peak`` and/or ``mean`` over the window, with the series' coverage;
+- per desktop: ``login_s`` mean and max; of a VDI cell's response-time index (:data:`INDEX_FIGURES`):
+  its baseline, its session count (the saturation point, else the most sessions run), whether it
+  saturated, and the desktops good and rated (``labctl.report.headline`` reads them back).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from labctl.records.run_kind import RunKind, run_kind
 from labctl.records.run_record import CellSummary, CellVerdict, Outcome, RunInfo
 
 BOOT_ROLES = ("storm", "rebooter")  # roles whose machines are expected to boot in the cell
@@ -71,6 +75,38 @@ CLIENT_KINDS: dict[str, tuple[Kind, tuple[str, ...]]] = {
         BOOT_ROLES,
     ),
     "copy_s": (Kind(_UP, ("mean", "max"), "a slower copy"), ("copier",)),
+    "login_s": (Kind(_UP, ("mean", "max"), "a slower logon"), ("desktop",)),
+}
+# The response-time index of a VDI cell (CellSummary.response_index), read as VSImax is: enough to
+# say "saturated at N sessions" / "not saturated up to N" and the share of good desktops wherever a
+# cell is shown from its figures alone (the results store). The session count is the saturation
+# point when saturated, else the most sessions run: whether it saturated is its own figure.
+INDEX_FIGURES: dict[str, tuple[str, str, Kind, str]] = {  # key -> (kind, statistic, spec, unit)
+    "rt_index baseline_s": (
+        "rt_index",
+        "baseline_s",
+        Kind(_UP, (), "a slower typical operation unloaded"),
+        "s",
+    ),
+    "rt_index sessions": (
+        "rt_index",
+        "sessions",
+        Kind(Direction.DOWN_IS_WORSE, (), "saturated at fewer sessions"),
+        "sessions",
+    ),
+    "rt_index saturated": ("rt_index", "saturated", Kind(_NEUTRAL, (), "1: saturated, 0: not up to N"), ""),
+    "desktops_good count": (
+        "desktops_good",
+        "count",
+        Kind(Direction.DOWN_IS_WORSE, (), "desktops in the good band"),
+        "desktops",
+    ),
+    "desktops_rated count": (
+        "desktops_rated",
+        "count",
+        Kind(_NEUTRAL, (), "desktops the index rated"),
+        "desktops",
+    ),
 }
 NEVER_BOOTED = Kind(_UP, ("count",), "machines of a booting role without a boot time")
 
@@ -137,6 +173,9 @@ class RunFigures(BaseModel):
     configuration: str | None = None
     started_utc: str = Field("", description="wall clock start, ISO 8601 UTC")
     outcome: str = ""
+    kind: RunKind = Field(
+        default_factory=lambda: RunKind(recorded=False), description="profile and plan parameters (run_kind)"
+    )
     cells: dict[str, CellFigures] = Field(default_factory=dict)
 
 
@@ -177,13 +216,48 @@ def _client_figures(summary: CellSummary) -> list[Figure]:
     return out
 
 
+def _index_figures(summary: CellSummary) -> list[Figure]:
+    ri = summary.response_index
+    if ri is None or not (ri.points or ri.good + ri.fair + ri.poor):
+        return []
+    saturated = ri.saturation_sessions is not None
+    values = {
+        "rt_index baseline_s": ri.baseline_s,
+        "rt_index sessions": ri.saturation_sessions if saturated else ri.sessions_max,
+        "rt_index saturated": 1.0 if saturated else 0.0,
+        "desktops_good count": ri.good,
+        "desktops_rated count": ri.good + ri.fair + ri.poor,
+    }
+    out = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        kind, stat, spec, unit = INDEX_FIGURES[key]
+        out.append(
+            Figure(
+                key=key,
+                kind=kind,
+                statistic=stat,
+                source=CLIENTS_SOURCE,
+                unit=unit,
+                direction=spec.direction,
+                value=float(value),
+                n=len(ri.points) or ri.good + ri.fair + ri.poor,
+            )
+        )
+    return out
+
+
 def _series_figures(summary: CellSummary) -> list[Figure]:
     out: list[Figure] = []
     for m in summary.metrics.values():
         spec = SERIES_KINDS.get(m.metric)
         if spec is None or m.source in _SKIP_SOURCES or m.samples == 0:
             continue
-        if m.entity in summary.clients or m.entity.endswith(_AGGREGATE_SUFFIX):
+        machine = summary.clients.get(m.entity)
+        # a client's own series repeat its outcome; an array listed among the outcomes (its spare
+        # capacity, IOPS per desktop) is no client: its counters are the cell's figures
+        if (machine is not None and machine.role != "array") or m.entity.endswith(_AGGREGATE_SUFFIX):
             continue
         for stat in spec.statistics:
             value = getattr(m, stat)
@@ -209,7 +283,7 @@ def _series_figures(summary: CellSummary) -> list[Figure]:
 def cell_figures(summary: CellSummary, verdict: CellVerdict | None = None) -> CellFigures:
     """The key figures of one cell, from its typed summary (and its verdict's outcome)."""
     figures: dict[str, Figure] = {}
-    for f in [*_client_figures(summary), *_series_figures(summary)]:
+    for f in [*_client_figures(summary), *_index_figures(summary), *_series_figures(summary)]:
         key = f.key if f.key not in figures else f"{f.key} ({f.source})"  # two sources, one entity
         figures[key] = f.model_copy(update={"key": key})
     return CellFigures(
@@ -233,5 +307,6 @@ def run_figures(info: RunInfo, cells: dict[str, tuple[CellSummary, CellVerdict |
         configuration=info.configuration,
         started_utc=info.started.wall_utc,
         outcome=info.outcome.value,
+        kind=run_kind(info.parameters),
         cells={cell: cell_figures(s, v) for cell, (s, v) in cells.items()},
     )

@@ -481,6 +481,26 @@ class CriterionVerdict(Record):
     )
     series: list[SeriesRef] = Field(default_factory=list, description="where the evidence is")
     message: str = Field("", description="the one-line explanation shown in reports")
+    min_window_s: float | None = Field(
+        None,
+        description="the shortest window the band means something over (criteria's `min_window_s`); "
+        "a shorter one is `no_data`, not judged, and does not count",
+    )
+
+    @property
+    def too_short(self) -> bool:
+        """The window was shorter than the criterion needs: not judged (a quick profile's window)."""
+        return (
+            self.min_window_s is not None
+            and self.window is not None
+            and 0 < self.window.duration_s < self.min_window_s
+        )
+
+    @property
+    def counts(self) -> bool:
+        """Whether this criterion's outcome counts toward the cell's: a ``no_data`` of a criterion
+        not required, or of a window too short for it, is reported only."""
+        return not (self.outcome is Outcome.NO_DATA and (not self.required or self.too_short))
 
 
 class CellVerdict(Record):
@@ -489,7 +509,8 @@ class CellVerdict(Record):
     format: int = Field(FORMAT_VERSION, description="version of the run folder layout")
     cell: str = Field(description="the cell id")
     outcome: Outcome = Field(
-        description="the worst criterion's outcome (a `no_data` of a criterion not `required` does not count)"
+        description="the worst criterion's outcome (a `no_data` of a criterion not `required`, or of a "
+        "window shorter than its `min_window_s`, does not count)"
     )
     criteria: list[CriterionVerdict] = Field(default_factory=list, description="one per criterion")
 

@@ -24,8 +24,16 @@ means of the server counters over the criteria window):
    (after the figures that explain it); marginal now is ``changed``.
 
 Figures are ordered by how far outside the noise they are, so the responsible metrics come first.
+
+**Unlike runs.** A run and a baseline of another lab, plan, configuration, parameter profile or
+resolved plan parameters (a 360 s window against a 120 s one; :mod:`labctl.records.run_kind`)
+measure different things. They are still compared figure by figure, but the differences are named
+first (``unlike``) and the exit code is 2, whatever the figures say, unless ``allow_unlike`` (the
+CLI's ``--allow-unlike``) accepts them: then the usual codes, with the warning kept in the text.
+
 Exit codes: 0 no regression, 1 regression, 3 lab fault (a lab fault or a missing cell in the
-compared cells, and no regression elsewhere); 2 is bad input, raised before comparing.
+compared cells, and no regression elsewhere); 2 bad input (raised before comparing) or unlike runs
+not accepted.
 """
 
 from __future__ import annotations
@@ -53,7 +61,7 @@ OUTLIER_SDS = 5.0  # a history value this many robust SDs from its stretch's med
 HISTORY_RUNS = 30  # earlier runs read for it (the store's figure_history)
 FAULTS = (Outcome.NO_DATA, Outcome.LAB_FAULT, Outcome.ERROR, Outcome.INTERRUPTED)
 
-EXIT_OK, EXIT_REGRESSION, EXIT_LAB_FAULT = 0, 1, 3
+EXIT_OK, EXIT_REGRESSION, EXIT_UNLIKE, EXIT_LAB_FAULT = 0, 1, 2, 3
 
 History = Sequence[
     tuple[str, dict[str, dict[str, float]]]
@@ -159,7 +167,15 @@ class Comparison(BaseModel):
     baseline_set: str | None = None
     history_runs: int = 0
     method: dict[str, Any] = Field(default_factory=dict)
+    unlike: list[str] = Field(
+        default_factory=list, description="how the run and its baseline differ (lab, profile, parameters)"
+    )
+    allow_unlike: bool = Field(False, description="unlike runs accepted: the usual exit codes")
     notes: list[str] = Field(default_factory=list)
+    headlines: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="VDI cells: the response-time index's headline, {cell: {'run': ..., 'baseline': ...}}",
+    )
     cells: list[CellComparison] = Field(default_factory=list)
 
     def of(self, *status: CellStatus) -> list[CellComparison]:
@@ -171,6 +187,8 @@ class Comparison(BaseModel):
 
     @property
     def exit_code(self) -> int:
+        if self.unlike and not self.allow_unlike:
+            return EXIT_UNLIKE
         if self.of(CellStatus.REGRESSED):
             return EXIT_REGRESSION
         if self.of(CellStatus.LAB_FAULT, CellStatus.MISSING):
@@ -180,10 +198,21 @@ class Comparison(BaseModel):
     def headline(self) -> str:
         counts = [(s, len(self.of(s))) for s in CellStatus]
         parts = ", ".join(f"{n} {s.value.replace('_', ' ')}" for s, n in counts if n)
-        verdict = {EXIT_OK: "no regression", EXIT_REGRESSION: "REGRESSION", EXIT_LAB_FAULT: "LAB FAULT"}[
-            self.exit_code
-        ]
-        return f"{verdict}: {parts or 'no cells'}"
+        code = self.exit_code
+        if code == EXIT_UNLIKE:
+            code = (
+                EXIT_REGRESSION
+                if self.of(CellStatus.REGRESSED)
+                else EXIT_LAB_FAULT
+                if self.of(CellStatus.LAB_FAULT, CellStatus.MISSING)
+                else EXIT_OK
+            )
+        verdict = {EXIT_OK: "no regression", EXIT_REGRESSION: "REGRESSION", EXIT_LAB_FAULT: "LAB FAULT"}[code]
+        text = f"{verdict}: {parts or 'no cells'}"
+        if self.unlike:
+            accepted = " (accepted with --allow-unlike)" if self.allow_unlike else ""
+            text = f"UNLIKE RUNS{accepted}: {'; '.join(self.unlike)}; figures say {text}"
+        return text
 
     def text(self, all_figures: bool = False) -> str:
         base = ", ".join(self.baseline_runs)
@@ -202,9 +231,17 @@ class Comparison(BaseModel):
             if quiet and not all_figures:
                 head += f" ({len(quiet)} figures within noise)"
             lines.append(head)
+            lines += self._headline_lines(c.cell, "    ")
             lines += [f"    {f.line()}" for f in shown]
             lines += [f"    baseline {rid} left out: {why}" for rid, why in c.excluded.items()]
         return "\n".join(lines)
+
+    def _headline_lines(self, cell: str, indent: str) -> list[str]:
+        h = self.headlines.get(cell) or {}
+        if not h.get("run") and not h.get("baseline"):
+            return []
+        base = f" (baseline: {h['baseline']})" if h.get("baseline") else ""
+        return [f"{indent}index: {h.get('run') or '-'}{base}"]
 
     def markdown(self, limit: int = 5) -> str:
         """A short summary for a chat message: the verdict, then the worst figures per cell."""
@@ -218,6 +255,7 @@ class Comparison(BaseModel):
             out.append(
                 f"- **{c.cell}** {c.status.value.replace('_', ' ')}" + (f": {c.reason}" if c.reason else "")
             )
+            out += self._headline_lines(c.cell, "  - ")
             for f in [f for f in c.figures if f.status is not FigureStatus.WITHIN][:limit]:
                 if f.value is not None and f.baseline is not None:
                     pct = f" ({f.delta_pct:+.0f} %)" if f.delta_pct is not None else ""
@@ -456,6 +494,34 @@ def _cell_order(c: CellComparison) -> tuple[int, float, str]:
     return (_CELL_ORDER.index(c.status), -c.worst_score(), c.cell)
 
 
+def unlike_runs(run: RunFigures, baselines: Sequence[RunFigures]) -> tuple[list[str], list[str]]:
+    """How ``run`` differs from its baselines (one phrase per difference and baseline run: lab,
+    plan, configuration, profile, parameters), and notes for runs whose profile was not recorded."""
+    unlike: list[str] = []
+    unknown: list[str] = []
+    for b in baselines:
+        diffs = [
+            f"{what} {mine} vs {theirs}"
+            for what, mine, theirs in (
+                ("lab", run.lab, b.lab),
+                ("plan", run.plan, b.plan),
+                ("configuration", run.configuration, b.configuration),
+            )
+            if mine != theirs
+        ]
+        diffs += run.kind.differences(b.kind)
+        if diffs:
+            unlike.append(f"baseline {b.run_id}: {', '.join(diffs)}")
+        for r in (run, b):
+            if not r.kind.recorded and r.kind.profile is None:
+                note = (
+                    f"{r.run_id}: profile and parameters not recorded: cannot tell whether the runs are alike"
+                )
+                if note not in unknown:
+                    unknown.append(note)
+    return unlike, unknown
+
+
 def compare(
     run: RunFigures,
     baselines: Sequence[RunFigures],
@@ -463,6 +529,7 @@ def compare(
     history: History = (),
     baseline_set: str | None = None,
     cells: str | None = None,
+    allow_unlike: bool = False,
 ) -> Comparison:
     """Compare ``run`` with one or several baseline runs (see the module docstring). ``history``:
     earlier runs' figures (oldest first) to measure the noise by; ``cells``: a glob of cell ids to
@@ -472,6 +539,7 @@ def compare(
             f"{run.run_id}: no baseline run to compare with (give one, or `labctl baseline set`)"
         )
     history = [(rid, c) for rid, c in history if rid != run.run_id]
+    unlike, unknown = unlike_runs(run, baselines)
     result = Comparison(
         run_id=run.run_id,
         lab=run.lab,
@@ -479,6 +547,9 @@ def compare(
         baseline_runs=[b.run_id for b in baselines],
         baseline_set=baseline_set,
         history_runs=len(history),
+        unlike=unlike,
+        allow_unlike=allow_unlike,
+        notes=unknown,
         method={
             "alpha": ALPHA,
             "min_coverage": MIN_COVERAGE,
@@ -488,11 +559,6 @@ def compare(
             "change_points": "E-divisive means (Matteson & James 2014), permutation test",
         },
     )
-    others = sorted({(b.lab, b.plan) for b in baselines if (b.lab, b.plan) != (run.lab, run.plan)})
-    if others:
-        result.notes.append(
-            "baseline of another lab or plan: " + ", ".join(f"{lab}/{plan}" for lab, plan in others)
-        )
     names = set(run.cells) | {c for b in baselines for c in b.cells}
     if cells:
         names = {c for c in names if fnmatch.fnmatchcase(c, cells)}

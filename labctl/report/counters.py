@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from labctl.report.run_view import CellView
+from labctl.report.run_view import VDI_HOST_SOURCES, CellView
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,15 @@ def servers(cells: Sequence[CellView]) -> list[Server]:
                 host = named.split("/", 1)[0]
                 if host not in streaming:
                     roles.setdefault(host, role)
-    measured = sorted({m.entity for c in cells for m in c.metrics.values() if m.metric == "cpu_pct"})
+    # a VDI host the lab also has (vCenter's) is no server of a 2007 storm: no frames for it
+    measured = sorted(
+        {
+            m.entity
+            for c in cells
+            for m in c.metrics.values()
+            if m.metric == "cpu_pct" and m.source not in VDI_HOST_SOURCES
+        }
+    )
     measured = [e for e in measured if "/" not in e]
     out = [Server(s, "streaming server") for s in streaming]
     # unnamed servers next (HA's second streaming server), then the storage and share servers

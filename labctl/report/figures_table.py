@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import html
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from labctl.records.run_record import Outcome, SeriesSummary
+from labctl.records.run_record import Outcome, PhaseFigures, SeriesSummary
 from labctl.report.counters import NIC, pick
-from labctl.report.run_view import CellView, copy_path_label
+from labctl.report.headline import index_headline
+from labctl.report.run_view import VDI_HOST_SOURCES, CellView, copy_path_label
 
 MIN_COVERAGE = 0.9  # the criteria's default: below it a criterion is no_data
 TIME_STATISTICS = ("time_above", "storm_duration")
@@ -148,12 +149,80 @@ HEAD = (
 )
 
 
-def table(cells: Sequence[CellView]) -> str:
-    rows = [row(c) for c in cells]
+def _phase(c: CellView, phase: str) -> PhaseFigures | None:
+    return next((f for f in c.summary.phase_figures if f.phase == phase and not f.array), None)
+
+
+def _f(v: float | None, digits: int = 1) -> str:
+    return f"{v:,.{digits}f}" if v is not None else "-"
+
+
+def vdi_row(c: CellView) -> list[Td]:
+    """A VDI cell: desktops (never the arrays the summary also lists), logons, the arrays' figures
+    per phase, the hosts' CPU and the response-time index's headline."""
+    desktops = c.summary.by_role("desktop")
+    logons = sorted(d.login_s for d in desktops if d.login_s is not None)
+    boot, login, steady = _phase(c, "boot"), _phase(c, "login"), _phase(c, "steady")
+    peaks = [f.iops_peak for f in c.summary.phase_figures if not f.array and f.iops_peak is not None]
+    lat = [
+        f.latency_peak_ms for f in c.summary.phase_figures if not f.array and f.latency_peak_ms is not None
+    ]
+    cpu = [
+        m.peak
+        for m in c.metrics.values()
+        if m.source in VDI_HOST_SOURCES
+        and m.metric in ("cpu_pct", "cpu.usage.average")
+        and m.peak is not None
+    ]
+    head = index_headline(c.summary.response_index)
+    num = "num prov" if c.provisional else "num"
+    return [
+        Td(c.id),
+        Td(c.configuration or "-"),
+        _status(c),
+        Td(
+            f"{len(logons)} of {len(desktops)}" if desktops else "-",
+            "num bad" if len(logons) < len(desktops) else "num",
+        ),
+        Td(f"{statistics.median(logons):.0f} / {logons[-1]:.0f}" if logons else "-", "num"),
+        Td(
+            " / ".join(_f(f.iops_per_desktop if f else None) for f in (boot, login, steady))
+            if any((boot, login, steady))
+            else "-",
+            num,
+        ),
+        Td(_f(max(peaks), 0) if peaks else "-", num),
+        Td(_f(max(lat), 2) if lat else "-", num),
+        Td(_f(max(cpu), 0) if cpu else "-", num),
+        Td(head.short if head is not None else "-", "num", head.text if head is not None else ""),
+    ]
+
+
+VDI_HEAD = (
+    ("cell", ""),
+    ("config&shy;uration", ""),
+    ("status", ""),
+    ("desktops logged on", "num"),
+    ("logon s<br>median / longest", "num"),
+    ("IOPS per desktop<br>boot / login / steady", "num"),
+    ("array IOPS<br>peak", "num"),
+    ("array latency ms<br>peak", "num"),
+    ("host CPU %<br>peak", "num"),
+    ("response-time index", "num"),
+)
+
+
+def _table(
+    cells: Sequence[CellView],
+    head: Sequence[tuple[str, str]],
+    make: Callable[[CellView], list[Td]],
+    fixed: Sequence[int],
+) -> str:
+    rows = [make(c) for c in cells]
     # a column with nothing in it (copy path in a boot-storm-only run) only takes room
-    keep = [i for i in range(len(HEAD)) if i < 5 or any(r[i].text != "-" for r in rows)]
+    keep = [i for i in range(len(head)) if i in fixed or any(r[i].text != "-" for r in rows)]
     out = ['<div class="scroll"><table class="cells"><thead><tr>']
-    out += [f'<th class="{HEAD[i][1]}">{HEAD[i][0]}</th>' for i in keep]
+    out += [f'<th class="{head[i][1]}">{head[i][0]}</th>' for i in keep]
     out.append("</tr></thead><tbody>")
     for c, r in zip(cells, rows, strict=True):
         whole = "" if c.whole else " notwhole"
@@ -165,6 +234,19 @@ def table(cells: Sequence[CellView]) -> str:
                 f'<tr class="reason{whole}"><td colspan="{len(keep)}">&#8627; {html.escape(reason)}</td></tr>'
             )
     out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def table(cells: Sequence[CellView]) -> str:
+    """The results table: the 2007 storms' columns for their cells, the VDI storms' for theirs
+    (a run of both kinds gets both tables)."""
+    streaming = [c for c in cells if not c.is_vdi]
+    vdi = [c for c in cells if c.is_vdi]
+    out = []
+    if streaming:
+        out.append(_table(streaming, HEAD, row, range(5)))
+    if vdi:
+        out.append(_table(vdi, VDI_HEAD, vdi_row, (0, 2)))  # a configuration only when there is one
     if any(c.provisional for c in cells):
         out.append(f'<p class="note"><i>Italic</i> numbers: {html.escape(PROVISIONAL)}.</p>')
     return "".join(out)

@@ -15,11 +15,13 @@ from typing import Any
 from labctl.records.run_record import PhaseFigures
 from labctl.records.series import Series
 from labctl.report import charts
-from labctl.report.run_view import CellView
+from labctl.report.headline import index_headline
+from labctl.report.run_view import ARRAY_SOURCES, VDI_HOST_SOURCES, VDI_SCENARIOS, CellView
 from labctl.report.timelines import Fig, Section, fig
 
-VDI_SCENARIOS = ("vdi_storm", "scale_out", "write_cache_modes")
-ARRAY_SOURCES = ("unity", "powerstore", "sc", "equallogic")  # the arrays' kinds (a source each)
+LABEL_MIN_SHARE = 0.06  # a phase shorter than this share of the storm is not named on the chart
+WIDE_IN = 12.8  # the across-the-page chart: twice as wide, as high as the others
+HOSTS_SHOWN = 8  # hosts drawn per chart; the caption names how many there were
 HOST_CPU = ("cpu_pct", "cpu.usage.average")  # the vCenter simulator's name, then vCenter's counter
 HOST_MEM = ("mem_usage_pct", "mem.usage.average")
 PHASE_COLORS = {
@@ -41,24 +43,46 @@ def _t0(c: CellView) -> float:
 
 
 def _shade(ax: Any, c: CellView) -> None:
+    """The phases as coloured spans, each named at its middle; a phase too short to hold its name
+    (under :data:`LABEL_MIN_SHARE` of the storm) stays unnamed, its colour says it."""
     t0 = _t0(c)
-    for p in c.summary.phases:
-        if p.name in PHASE_COLORS and p.end_ts_s is not None:
-            ax.axvspan(
-                (p.start_ts_s - t0) / 60, (p.end_ts_s - t0) / 60, color=PHASE_COLORS[p.name], alpha=0.6, lw=0
-            )
+    spans = [p for p in c.summary.phases if p.name in PHASE_COLORS and p.end_ts_s is not None]
+    total = sum((p.end_ts_s or p.start_ts_s) - p.start_ts_s for p in spans) or 1.0
+    for p in spans:
+        a, b = (p.start_ts_s - t0) / 60, ((p.end_ts_s or p.start_ts_s) - t0) / 60
+        ax.axvspan(a, b, color=PHASE_COLORS[p.name], alpha=0.6, lw=0)
+        if (b - a) * 60 / total >= LABEL_MIN_SHARE:
             ax.text(
-                (p.start_ts_s - t0) / 60,
+                (a + b) / 2,
                 1.0,
                 p.name,
                 transform=ax.get_xaxis_transform(),
                 fontsize=7,
+                ha="center",
                 va="bottom",
             )
 
 
-def _arrays(c: CellView) -> list[str]:
-    return sorted(v for k, v in c.summary.entities.items() if k.startswith("array_"))
+def arrays(c: CellView) -> list[str]:
+    """The arrays of the cell: those its summary names, else every array entity (not a volume,
+    controller or tier: no ``/``) with IOPS in its series."""
+    named = sorted(v for k, v in c.summary.entities.items() if k.startswith("array_"))
+    if named:
+        return named
+    return sorted(
+        {
+            s.entity
+            for s in c.series
+            if s.source in ARRAY_SOURCES and "/" not in s.entity and s.metric in ("read_iops", "write_iops")
+        }
+    )
+
+
+def hosts(c: CellView) -> list[str]:
+    """The ESXi hosts of the cell: vCenter entities with a CPU series (datastores have none)."""
+    return sorted(
+        {s.entity for s in c.series if s.source in VDI_HOST_SOURCES and s.metric in HOST_CPU and len(s)}
+    )
 
 
 def _find(c: CellView, entity: str, metric: str, sources: Sequence[str] = ARRAY_SOURCES) -> Series | None:
@@ -75,11 +99,11 @@ def _plot(ax: Any, c: CellView, s: Series | None, label: str, **kw: Any) -> None
     ax.plot([(t - t0) / 60 for t in s.ts], s.values, label=label, lw=1.2, **kw)
 
 
-def iops_over_time(c: CellView) -> Fig:
-    f = charts.new_figure()
+def iops_over_time(c: CellView, wide: bool = True) -> Fig:
+    f = charts.new_figure(width=WIDE_IN) if wide else charts.new_figure()
     ax = f.add_subplot()
     _shade(ax, c)
-    for a, color in zip(_arrays(c), charts.colors(max(1, len(_arrays(c)))), strict=False):
+    for a, color in zip(arrays(c), charts.colors(max(1, len(arrays(c)))), strict=False):
         _plot(ax, c, _find(c, a, "write_iops"), f"{a} write", color=color)
         _plot(ax, c, _find(c, a, "read_iops"), f"{a} read", color=color, ls="--")
     ax.set_title(f"{c.id}: array IOPS", loc="left", fontsize=10)
@@ -87,14 +111,14 @@ def iops_over_time(c: CellView) -> Fig:
     ax.set_ylabel("IO/s")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7)
-    return fig(f, "Front-end read and write IOPS of each array; the phases shaded.", wide=True)
+    return fig(f, "Front-end read and write IOPS of each array; the phases shaded.", wide=wide)
 
 
 def latency_over_time(c: CellView) -> Fig:
     f = charts.new_figure()
     ax = f.add_subplot()
     _shade(ax, c)
-    for a in _arrays(c):
+    for a in arrays(c):
         _plot(ax, c, _find(c, a, "latency_ms"), a)
     ax.axhline(20, color="#c62828", lw=0.8, ls=":", label="20 ms (2012 criterion)")
     ax.set_title(f"{c.id}: array latency", loc="left", fontsize=10)
@@ -105,23 +129,34 @@ def latency_over_time(c: CellView) -> Fig:
     return fig(f, "I/O-weighted latency of each array as the array measures it.")
 
 
-def hosts_over_time(c: CellView) -> Fig:
+def _host_chart(c: CellView, metrics: Sequence[str], what: str, limit: float | None) -> Fig:
     f = charts.new_figure()
     ax = f.add_subplot()
     _shade(ax, c)
-    hosts = sorted({s.entity for s in c.series if s.source == "vcenter" and s.metric in HOST_CPU + HOST_MEM})
-    for h in hosts[:8]:
-        cpu = next((s for m in HOST_CPU if (s := _find(c, h, m, ("vcenter",))) is not None), None)
-        mem = next((s for m in HOST_MEM if (s := _find(c, h, m, ("vcenter",))) is not None), None)
-        _plot(ax, c, cpu, f"{h} CPU")
-        _plot(ax, c, mem, f"{h} memory", ls="--")
-    ax.axhline(95, color="#c62828", lw=0.8, ls=":", label="95 % CPU")
-    ax.set_title(f"{c.id}: hosts", loc="left", fontsize=10)
+    all_hosts = hosts(c)
+    shown = all_hosts[:HOSTS_SHOWN]
+    for h, color in zip(shown, charts.colors(max(1, len(shown))), strict=False):
+        s = next((s for m in metrics if (s := _find(c, h, m, VDI_HOST_SOURCES)) is not None), None)
+        _plot(ax, c, s, h, color=color)
+    if limit is not None:
+        ax.axhline(limit, color="#c62828", lw=0.8, ls=":", label=f"{limit:g} %")
+    ax.set_title(f"{c.id}: host {what}", loc="left", fontsize=10)
     ax.set_xlabel("minutes since the storm began")
     ax.set_ylabel("%")
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=6, ncol=2)
-    return fig(f, "CPU and memory of the ESXi hosts (vCenter, 20 s samples; at most 8 hosts shown).")
+    ax.set_ylim(0, 105)
+    if shown:
+        ax.legend(fontsize=6, ncol=2)
+    more = f" (the first {len(shown)} of {len(all_hosts)} hosts)" if len(all_hosts) > len(shown) else ""
+    return fig(
+        f, f"{what[0].upper()}{what[1:]} of each ESXi host as vCenter reports it (20 s samples){more}."
+    )
+
+
+def hosts_over_time(c: CellView) -> list[Fig]:
+    return [
+        _host_chart(c, HOST_CPU, "CPU", 95.0),
+        _host_chart(c, HOST_MEM, "memory", None),
+    ]
 
 
 def index_chart(c: CellView) -> Fig | None:
@@ -148,10 +183,11 @@ def index_chart(c: CellView) -> Fig | None:
     ax.set_ylabel("typical operation, s")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7)
+    head = index_headline(ri)
+    words = head.text[0].upper() + head.text[1:] if head is not None else ""
     return fig(
         f,
-        f"Good {ri.good}, fair {ri.fair}, poor {ri.poor} desktops (docs/response-time-index.md). "
-        + ("Not saturated." if ri.saturation_sessions is None else ""),
+        f"{words}. Good {ri.good}, fair {ri.fair}, poor {ri.poor} desktops (docs/response-time-index.md).",
     )
 
 
@@ -173,7 +209,9 @@ def _n(v: float | None, fmt: str = "{:,.1f}") -> str:
 
 
 def phase_table(c: CellView) -> Fig:
-    rows = [f for f in c.summary.phase_figures]
+    # one array: its rows are the cell's ("all"), shown once
+    several = len({f.array for f in c.summary.phase_figures if f.array}) > 1
+    rows = [f for f in c.summary.phase_figures if several or not f.array]
     head = (
         "<tr><th>phase</th><th>array</th><th>desktops</th><th>IOPS mean</th><th>IOPS peak</th>"
         "<th>IOPS per desktop</th><th>read %</th><th>read KB</th><th>write KB</th><th>latency ms</th>"
@@ -226,7 +264,9 @@ def scale_out_chart(cells: Sequence[CellView]) -> Fig | None:
     )
 
 
-def sections(cells: Sequence[CellView]) -> list[Section]:
+def sections(cells: Sequence[CellView], *, wide: bool = True) -> list[Section]:
+    """The VDI sections of the figures page; ``wide=False``: every figure a page's width (the
+    certificate's portrait pages)."""
     vdi = vdi_cells(cells)
     if not vdi:
         return []
@@ -238,7 +278,9 @@ def sections(cells: Sequence[CellView]) -> list[Section]:
         )
     ]
     for c in vdi:
-        figs = [iops_over_time(c), phase_table(c), latency_over_time(c), hosts_over_time(c)]
+        figs = [iops_over_time(c, wide), phase_table(c), latency_over_time(c), *hosts_over_time(c)]
         figs += [f for f in (index_chart(c), logon_chart(c)) if f is not None]
-        out.append(Section(c.id, c.reason or "", figs, level=3))
+        head = index_headline(c.summary.response_index)
+        intro = "; ".join(x for x in (f"Response-time index: {head.text}" if head else "", c.reason) if x)
+        out.append(Section(c.id, intro, figs, level=3))
     return out

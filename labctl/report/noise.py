@@ -60,6 +60,16 @@ PRIORS: dict[tuple[str, str], Prior] = {
         0.05, 3.0, "run-wide: share and disk contention; per machine: its own copy", True
     ),
     ("copy_s", "max"): Prior(0.10, 2.0, "the slowest copier"),
+    ("login_s", "mean"): Prior(
+        0.05, 3.0, "run-wide: the brokers' and hosts' load; per desktop: its own logon", True
+    ),
+    ("login_s", "max"): Prior(0.10, 5.0, "the slowest logon"),
+    # the response-time index (records.figures.INDEX_FIGURES)
+    ("rt_index", "baseline_s"): Prior(0.05, 0.05, "the fastest samples of a run: the lab's idle speed"),
+    ("rt_index", "sessions"): Prior(0.05, 10.0, "where a run of samples first stays above the limit"),
+    ("rt_index", "saturated"): Prior(0.0, 0.1, "saturated or not is never noise"),
+    ("desktops_good", "count"): Prior(0.02, 2.0, "desktops near the good band's edge"),
+    ("desktops_rated", "count"): Prior(0.0, 0.1, "the desktops run: a parameter, not a measurement"),
     ("never_booted", "count"): Prior(0.0, 0.1, "a machine that does not boot is never noise"),
     # a peak is one sample: in a storm shorter than a few sample intervals it depends on where the
     # samples fall, so it moves by a large share of itself; a mean over the window moves far less

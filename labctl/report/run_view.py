@@ -33,10 +33,36 @@ from labctl.records.run_record import (
 from labctl.records.series import Series
 from labctl.records.stats import series_summary
 
-# The counters the figures draw (everything else in series.csv stays out of memory)
+# The counters the figures draw (everything else in series.csv stays out of memory): the 2007
+# storms' servers (typeperf) ...
 FIGURE_METRICS = frozenset(
     {"cpu_pct", "memory_used_mb", "nic_sent_util_pct", "nic_sent_bytes_per_s", "disk_queue_len"}
 )
+# ... and the VDI storms' arrays (read / write IOPS, latency) and ESXi hosts (CPU, memory)
+VDI_SCENARIOS = ("vdi_storm", "scale_out", "write_cache_modes")
+ARRAY_SOURCES = ("unity", "powerstore", "sc", "equallogic")  # the arrays' kinds (a source each)
+VDI_FIGURE_METRICS = frozenset(
+    {
+        "read_iops",
+        "write_iops",
+        "latency_ms",
+        "cpu_pct",
+        "cpu.usage.average",
+        "mem_usage_pct",
+        "mem.usage.average",
+    }
+)
+# vCenter's hosts are the VDI half's: a 2007 storm on a lab that also has VDI hosts draws none of them
+VDI_HOST_SOURCES = ("vcenter",)
+
+
+def figure_series(scenario: str, source: str, metric: str) -> bool:
+    """Whether the figures of a cell of ``scenario`` draw this series."""
+    if scenario in VDI_SCENARIOS:
+        return metric in VDI_FIGURE_METRICS and (source in ARRAY_SOURCES or source in VDI_HOST_SOURCES)
+    return metric in FIGURE_METRICS and source not in VDI_HOST_SOURCES
+
+
 # Outcomes of a cell whose numbers do not cover a whole, healthy window: drawn marked
 NOT_WHOLE = frozenset({Outcome.INTERRUPTED, Outcome.ERROR, Outcome.NO_DATA, Outcome.LAB_FAULT})
 COPY_PATH_ORDER = ("local_to_local", "local_to_share", "share_to_local", "share_to_share")
@@ -109,6 +135,10 @@ class CellView:
     def copy_path(self) -> str | None:
         cp = self.param("copy_path")
         return str(cp) if cp else None
+
+    @property
+    def is_vdi(self) -> bool:
+        return self.summary.scenario in VDI_SCENARIOS
 
     @property
     def is_matrix(self) -> bool:
@@ -205,7 +235,7 @@ def _borrowed_entities(cells: Sequence[CellView]) -> None:
             named.setdefault(c.configuration, dict(c.summary.entities))
     for c in cells:
         c.entities = dict(c.summary.entities) or dict(named.get(c.configuration) or {})
-        if "streaming_server" not in c.entities:
+        if "streaming_server" not in c.entities and not c.is_vdi:
             servers = sorted({s.entity for s in c.series if s.metric == "cpu_pct" and "/" not in s.entity})
             if servers:
                 c.entities["streaming_server"] = servers[0]
@@ -235,7 +265,8 @@ def load_run(run: Any) -> RunView:
     by_cell: dict[str, list[Series]] = defaultdict(list)
     if summaries:
         for s in read_series(path):
-            if s.metric in FIGURE_METRICS and s.cell in summaries:
+            cell = summaries.get(s.cell)
+            if cell is not None and figure_series(cell.scenario, s.source, s.metric):
                 by_cell[s.cell].append(s)
     cells = []
     for cid, summary in summaries.items():

@@ -177,6 +177,15 @@ def change_line(f: FigureChange) -> str:
     return f"{f.figure} {f.baseline:.3g} -> {f.value:.3g}{unit} ({f.delta:+.3g}{pct}{noise})"
 
 
+def shown_link(url: str, run_id: str) -> str:
+    """A report link as a reader may see it: a URL as given; a local path relative to the run
+    folder (the summary sits in it), never the controller's absolute path."""
+    if "://" in url or not url.startswith("/"):
+        return url
+    _head, sep, rest = url.partition(f"/{run_id}/")
+    return rest if sep else url.rsplit("/", 1)[-1]
+
+
 def _lines(v: NightVerdict, comparison: Comparison | None, links: Mapping[str, str], md: bool) -> list[str]:
     def code(s: str) -> str:
         return f"`{s}`" if md else s
@@ -210,6 +219,7 @@ def _lines(v: NightVerdict, comparison: Comparison | None, links: Mapping[str, s
     if not v.compared and v.verdict is Verdict.PASSED:
         out += ["", f"Make it the baseline: {code(v.baseline_command())}"]
     if links:
+        links = {name: shown_link(url, v.run_id) for name, url in links.items()}
         shown = [f"[{name}]({url})" if md else f"{name}: {url}" for name, url in links.items()]
         out += ["", ("Reports: " + " · ".join(shown)) if md else "Reports:", *([] if md else shown)]
     return out

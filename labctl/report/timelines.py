@@ -122,15 +122,26 @@ def lines_for(
     return lines, notes
 
 
+# Statistics a sample can be held to: every sample (peak, max) or nearly every one (a percentile).
+# A limit on the window's mean (or last sample) is not a limit on each sample: drawn across the
+# samples it would mark a healthy storm's peaks as violations, so it is said in the caption instead.
+PER_SAMPLE = ("peak", "max")
+
+
+def _per_sample(statistic: str) -> bool:
+    return statistic in PER_SAMPLE or (statistic.startswith("p") and statistic[1:].isdigit())
+
+
 def limits(cells: Sequence[CellView], picked: Picked | None) -> list[tuple[float, str, str]]:
-    """Pass limits of the criteria that judged the plotted series (from the cells' verdicts),
-    so the chart shows the band the cells were held to (e.g. 2 x spindles for the disk queue)."""
+    """Pass limits of the criteria that judged the plotted series (from the cells' verdicts) and
+    hold each sample (peak, a percentile), so the chart shows the band the cells were held to
+    (e.g. 2 x spindles for the disk queue). Limits on a mean are in :func:`mean_limits`."""
     if picked is None or picked.factor != 1.0:
         return []
     found: dict[float, tuple[str, str]] = {}
     for c in cells:
         for r in c.verdict.criteria if c.verdict is not None else []:
-            if r.statistic not in ("peak", "max", "mean", "last") and not r.statistic.startswith("p"):
+            if not _per_sample(r.statistic):
                 continue
             if not any(x.metric == picked.metric and x.entity == picked.entity for x in r.series):
                 continue
@@ -140,6 +151,31 @@ def limits(cells: Sequence[CellView], picked: Picked | None) -> list[tuple[float
                 text = f"{r.name}: {r.statistic} <= {band.max:g}{expr}"
                 found.setdefault(float(band.max), (f"pass <= {band.max:g} ({r.statistic})", text))
     return [(v, short, long) for v, (short, long) in sorted(found.items())[:3]]
+
+
+def mean_limits(cells: Sequence[CellView], picked: Picked | None) -> list[str]:
+    """The criteria on the plotted series that judge a whole-window statistic (mean, last), in
+    words with the values judged: ``write-cache disk queue: the window's mean <= 8 (1.2 to 7.9)``."""
+    if picked is None or picked.factor != 1.0:
+        return []
+    found: dict[str, tuple[str, list[float]]] = {}
+    for c in cells:
+        for r in c.verdict.criteria if c.verdict is not None else []:
+            if _per_sample(r.statistic) or r.pass_band is None or r.pass_band.max is None:
+                continue
+            if not any(x.metric == picked.metric and x.entity == picked.entity for x in r.series):
+                continue
+            expr = f" = {r.pass_band.max_expr}" if r.pass_band.max_expr else ""
+            key = f"{r.name}: the window's {r.statistic} <= {r.pass_band.max:g}{expr}"
+            found.setdefault(key, (key, []))[1].extend([r.observed] if r.observed is not None else [])
+    out = []
+    for key, (_, values) in found.items():
+        if values:
+            lo, hi = min(values), max(values)
+            span = f"{lo:.2g}" if lo == hi else f"{lo:.2g} to {hi:.2g}"
+            key += f" ({'judged' if lo == hi else 'the cells judged'} {span})"
+        out.append(key)
+    return out[:3]
 
 
 def counter_fig(
@@ -174,6 +210,11 @@ def counter_fig(
     caption = f"{counter.title} of {picked.note}, {unit}{caption_tail}"
     if lim:
         caption += " Dotted: the pass limit of " + "; ".join(long for _, _, long in lim) + "."
+    on_mean = mean_limits(cells, picked)
+    if on_mean:
+        caption += (
+            " Not drawn, as it holds the window's average and not each sample: " + "; ".join(on_mean) + "."
+        )
     if any(ln.dashed for ln in lines):
         caption += " Dashed: a cell that did not finish its window (it shows what was measured)."
     if gap_notes:

@@ -266,6 +266,16 @@ def _nights_table(
     return '<div class="scroll"><table>' + "".join(rows) + "</table></div>"
 
 
+def store_name(url: str) -> str:
+    """The results store as a reader may see it: a URL without its credentials, a local store by its
+    file name (never the controller's absolute path)."""
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        rest = rest.split("@", 1)[-1]  # user:password@host
+        return f"{scheme}://{rest.split('?', 1)[0]}"
+    return Path(url).name or url
+
+
 def trends_html(
     nights: Sequence[tuple[RunFigures, Mapping[str, Any]]],
     *,
@@ -281,7 +291,7 @@ def trends_html(
     if nights:
         meta.append(f"{_label(nights[0][0])} to {_label(nights[-1][0])} UTC")
     if source:
-        meta.append(f"from the results store {source}")
+        meta.append(f"from the results store {store_name(source)}")
     body = [
         f"<header><h1>{html.escape(title)}</h1><p>{html.escape(' · '.join(meta))}</p>"
         '<p><a href="index.html">Allure report</a> · <a href="figures.html">figures of this run</a> · '

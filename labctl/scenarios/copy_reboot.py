@@ -91,8 +91,8 @@ class CopyRebootSettings(ScenarioSettings):
         return problems
 
 
-def copy_command(path: CopyPath, client: str, share: Share) -> list[str]:
-    """The cmd.exe copy a client runs for ``path``; each client writes its own destination file."""
+def copy_paths(path: CopyPath, client: str, share: Share) -> tuple[str, str]:
+    """(source, destination) a client copies for ``path``; each client writes its own file."""
     unc = share.unc.rstrip("\\")
     local_src = rf"{LOCAL_DIR}\{SOURCE_FILE}"
     share_src = rf"{unc}\{SOURCE_FILE}"
@@ -104,7 +104,7 @@ def copy_command(path: CopyPath, client: str, share: Share) -> list[str]:
         CopyPath.SHARE_TO_LOCAL: (share_src, local_dst),
         CopyPath.SHARE_TO_SHARE: (share_src, share_dst),
     }[path]
-    return ["copy", "/Y", src, dst]
+    return src, dst
 
 
 def split_groups(clients: list[Machine], copiers: int, rebooters: int) -> tuple[list[Machine], list[Machine]]:
@@ -259,9 +259,9 @@ class CopyReboot(Scenario):
         def copy_one(m: Machine) -> ClientOutcome:
             t0 = clock.now()
             try:
-                res = lab.ssh.run(
-                    lab.ssh_target(m),
-                    copy_command(self.copy_path, m.name, share),
+                copied = lab.files.copy(
+                    m,
+                    *copy_paths(self.copy_path, m.name, share),
                     timeout_s=wall_timeout,
                     action=f"copy 512 MB ({self.copy_path.value})",
                 )
@@ -270,8 +270,7 @@ class CopyReboot(Scenario):
                 return ClientOutcome(name=m.name, role="copier", outcome="copy_failed", detail=str(exc))
             t1 = clock.now()
             tick()
-            ok = res.ok and "1 file(s) copied" in res.stdout
-            detail = "" if ok else (res.stderr.strip() or res.stdout.strip() or f"exit {res.exit_status}")
+            ok, detail = copied.ok, copied.detail
             return ClientOutcome(
                 name=m.name,
                 role="copier",

@@ -31,11 +31,13 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from labctl.inventory.credentials import SECRETS_FILE_VAR
+from labctl.inventory.credentials import SECRETS_FILE_VAR, read_secrets_file
 from labctl.inventory.model import Lab
+from labctl.inventory.userfile import UserFileError, read_user_bytes
 from labctl.sim.state import write_text_atomic
 
 SECRETS_FILE_NAME = "secrets.yaml"
+_MAX_KEY_BYTES = 64 * 2**10  # an OpenSSH or PEM private key is a few KB
 KEYS_DIR = "keys"
 
 
@@ -80,11 +82,12 @@ def credential_uses(lab: Lab) -> list[CredentialUse]:
 
 
 def _read_yaml(path: Path) -> dict[str, object]:
+    """The state folder's own secrets file, or nothing when it is missing or unreadable (it is
+    rewritten then); read as a user's file all the same, bounded in size and type."""
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError):
+        return read_secrets_file(path)
+    except (OSError, UserFileError):
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _resolvable(ref: str) -> str | None:
@@ -94,7 +97,12 @@ def _resolvable(ref: str) -> str | None:
         return os.environ.get(name)
     explicit = os.environ.get(SECRETS_FILE_VAR)
     if scheme == "secret" and explicit:
-        data = _read_yaml(Path(explicit))
+        try:  # the user's file: a FIFO, a device or a huge file is refused in one line (exit 2)
+            data = read_secrets_file(Path(explicit))
+        except FileNotFoundError:
+            return None
+        except UserFileError as exc:
+            raise UserFileError(f"${SECRETS_FILE_VAR}={explicit}", exc.message, exc.fix) from None
         if name in data:
             return str(data[name])
     return None
@@ -125,7 +133,7 @@ def _public_key_line(private_key_path: Path) -> str:
     if pub.exists():
         return pub.read_text().strip()
 
-    data = private_key_path.read_bytes()
+    data = read_user_bytes(private_key_path, what="private key file", max_bytes=_MAX_KEY_BYTES)
     try:
         key = serialization.load_ssh_private_key(data, password=None)
     except ValueError:
@@ -140,7 +148,7 @@ def _write_authorized_keys(state_dir: Path, key_paths: list[str]) -> list[str]:
     for path in dict.fromkeys(key_paths):
         try:
             lines.append(_public_key_line(Path(path)))
-        except (OSError, ValueError, TypeError) as exc:
+        except (OSError, ValueError, TypeError, UserFileError) as exc:
             warnings.append(f"key file {path}: cannot read its public key ({exc}); key login will fail")
     target = state_dir / "authorized_keys"
     try:

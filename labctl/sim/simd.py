@@ -39,6 +39,7 @@ from typing import Any
 
 from labctl.clock import LabClock
 from labctl.errors import LabctlError
+from labctl.inventory.fault_targets import FaultOptionError, check_faults
 from labctl.inventory.faults import FaultSpec
 from labctl.inventory.load import load_lab
 from labctl.inventory.model import Lab
@@ -55,8 +56,7 @@ from labctl.sim.vcenter.topology import fault_entries, topology
 
 log = logging.getLogger("labctl.sim.simd")
 
-# Endpoint kinds and the module whose build_endpoints(ctx) makes them. A module that does not
-# exist yet is skipped with a note in the ready report (and `labctl sim status`).
+# Endpoint kinds and the module whose build_endpoints(ctx) makes them.
 BUILDERS: tuple[tuple[str, str], ...] = (
     ("wol", "labctl.sim.wol"),
     ("redfish", "labctl.sim.redfish"),
@@ -122,14 +122,7 @@ class Simulator:
     # --- start ---------------------------------------------------------------------------------
     def build(self) -> None:
         for kind, module in BUILDERS:
-            try:
-                mod = importlib.import_module(module)
-            except ModuleNotFoundError as exc:
-                if exc.name and module.startswith(exc.name):
-                    self.skipped.append({"kind": kind, "reason": f"{module} is not built yet"})
-                    log.warning("skipping %s endpoints: %s is not built yet", kind, module)
-                    continue
-                raise
+            mod = importlib.import_module(module)
             eps = list(mod.build_endpoints(self.ctx))
             log.info("%s: %d endpoint(s)", kind, len(eps))
             self.endpoints.extend(eps)
@@ -215,7 +208,7 @@ class Simulator:
                     return
                 try:
                     body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
-                    spec = parse_fault_option(body["fault"])
+                    spec = check_faults([str(body["fault"])], sim.lab)[0]
                     spec = spec.model_copy(
                         update={
                             "after_s": float(body.get("after_s", 0.0)),
@@ -223,7 +216,7 @@ class Simulator:
                         }
                     )
                     FaultSpec.model_validate(spec.model_dump())
-                except (ValueError, KeyError, TypeError) as exc:
+                except (ValueError, KeyError, TypeError, FaultOptionError) as exc:
                     self._reply(400, {"error": str(exc)})
                     return
                 sim.faults.add(spec)

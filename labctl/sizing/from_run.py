@@ -32,7 +32,7 @@ its capability, and the desktops per set it gives, are a lower bound.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -64,6 +64,8 @@ class PhaseFigure:
     write_share: Fraction
     cell: str
     detail: str = ""  # how it was derived, one line
+    desktops: int = 0  # desktops (clients) of the load it was measured at
+    largest_load_wins: bool = False  # chosen from the largest load measured, not the highest figure
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,54 @@ def _passed(summary: CellSummary, verdict: CellVerdict | None) -> bool:
 # --- VDI: figures the plans wrote into the summary --------------------------------------------------
 
 
+def _phase_figures(s: CellSummary, phase: Phase) -> tuple[float, float] | None:
+    """(IOPS per desktop, write share) of a phase from the summary's measured phase figures (every
+    array of the cell together), when the plan wrote no ``<phase>_write_share`` into ``extra``."""
+    f = next((f for f in s.phase_figures if f.phase == str(phase) and not f.array), None)
+    if f is None or f.iops_per_desktop is None or f.read_share_pct is None or f.iops_per_desktop <= 0:
+        return None
+    return f.iops_per_desktop, max(0.0, min(1.0, 1.0 - f.read_share_pct / 100.0))
+
+
+def _latency_outcome(v: CellVerdict) -> Outcome | None:
+    """The worst outcome of the cell's criteria on array latency (the 2012 paper's 20 ms)."""
+    found = [c.outcome for c in v.criteria if any(r.metric == "latency_ms" for r in c.series)]
+    return max(found, key=lambda o: o.severity) if found else None
+
+
+def _array_from_phases(run: Path, s: CellSummary, v: CellVerdict, out: RunFigures) -> None:
+    """What each array carried within the latency criterion: its highest phase peak (per array)."""
+    latency = _latency_outcome(v)
+    if latency not in PASSED:
+        return
+    for f in s.phase_figures:
+        if not f.array or f.iops_peak is None or f.read_share_pct is None or f.iops_peak <= 0:
+            continue
+        level = _vdi_array_raid(run, s, f.array)
+        if level is None:
+            out.notes.append(f"{s.cell}: no RAID level of array {f.array} in the run's inventory")
+            return
+        out.arrays.append(
+            ArrayFigure(
+                _measured(f.iops_peak, "array_iops"),
+                _measured(max(0.0, min(1.0, 1.0 - f.read_share_pct / 100.0)), "array_write_share"),
+                raid_level(level),
+                s.cell,
+                saturated=latency is Outcome.MARGINAL,
+                detail=f"{f.array}, {f.phase} peak, latency criterion {latency.value if latency else '-'}",
+            )
+        )
+
+
+def _vdi_array_raid(run: Path, s: CellSummary, array: str) -> int | str | None:
+    """The RAID level of the array's performance tier (its first tier: the SSDs of a hybrid)."""
+    lab = resolved_lab(run, s.configuration)
+    arrays = ((lab.data.get("vdi") or {}).get("arrays") or {}) if lab is not None else {}
+    a = arrays.get(array) if isinstance(arrays, dict) else None
+    tiers = (a or {}).get("tiers") or []
+    return tiers[0].get("raid") if tiers else None
+
+
 def _vdi(run: Path, cells: Sequence[tuple[CellSummary, CellVerdict | None]]) -> RunFigures:
     out = RunFigures()
     for s, v in cells:
@@ -146,6 +196,10 @@ def _vdi(run: Path, cells: Sequence[tuple[CellSummary, CellVerdict | None]]) -> 
         x = s.extra
         for phase in Phase:
             iops, share = x.get(f"{phase}_iops_per_desktop"), x.get(f"{phase}_write_share")
+            if not isinstance(share, int | float):
+                measured = _phase_figures(s, phase)
+                if measured is not None:
+                    iops, share = measured
             if isinstance(iops, int | float) and isinstance(share, int | float):
                 out.phases.append(
                     PhaseFigure(
@@ -156,6 +210,9 @@ def _vdi(run: Path, cells: Sequence[tuple[CellSummary, CellVerdict | None]]) -> 
                     )
                 )
         iops, share, raid = x.get("array_iops"), x.get("array_write_share"), x.get("raid")
+        if not isinstance(iops, int | float) and v is not None:
+            _array_from_phases(run, s, v, out)
+            continue
         if isinstance(iops, int | float) and isinstance(share, int | float):
             level = raid if isinstance(raid, int | str) and raid != "" else _array_raid(run, s)
             if level is None:
@@ -230,6 +287,8 @@ def _storm_2007(run: Path, cells: Sequence[tuple[CellSummary, CellVerdict | None
                 _measured(share, "boot_write_share"),
                 s.cell,
                 detail,
+                desktops=n,
+                largest_load_wins=True,
             )
         )
         queue = _queue_criterion(v, disk)
@@ -259,32 +318,46 @@ READERS: dict[str, Reader] = {
 }
 
 
-def run_figures(run: Any) -> RunFigures:
-    """Every phase and array figure the run's passing cells give, by the readers of their scenarios."""
+def run_figures(run: Any, cells: Collection[str] | None = None) -> RunFigures:
+    """Every phase and array figure the run's passing cells give (only ``cells`` when given: the
+    cells a certificate certifies), by the readers of their scenarios."""
     path = run_path(run)
     summaries = read_cell_summaries(path)
+    if cells is not None:
+        summaries = {k: v for k, v in summaries.items() if k in cells}
     verdicts = read_cell_verdicts(path)
     by_scenario: dict[str, list[tuple[CellSummary, CellVerdict | None]]] = {}
     for cid, s in summaries.items():
         by_scenario.setdefault(s.scenario, []).append((s, verdicts.get(cid)))
     out = RunFigures()
-    for scenario, cells in sorted(by_scenario.items()):
+    for scenario, judged in sorted(by_scenario.items()):
         reader = READERS.get(scenario)
         if reader is None:
             continue
-        got = reader(path, cells)
+        got = reader(path, judged)
         out.phases += got.phases
         out.arrays += got.arrays
         out.notes += got.notes
     return out
 
 
-def run_profile(run: Any) -> RunProfile:
-    """:func:`measured_profile` with the figures it was chosen from (for reports)."""
+def _rank(f: PhaseFigure) -> tuple[float, ...]:
+    """How phase figures compete: a 2007 boot storm's by the largest group (the load a certificate
+    certifies: small groups boot in a denser burst and cost more per client, and charging every
+    client of a large group that would size fewer clients than were seen booting), else the
+    highest figure (the most demanding measured: the safe side)."""
+    if f.largest_load_wins:
+        return (f.desktops, float(f.iops_per_desktop))
+    return (float(f.iops_per_desktop),)
+
+
+def run_profile(run: Any, cells: Collection[str] | None = None) -> RunProfile:
+    """:func:`measured_profile` with the figures it was chosen from (for reports); ``cells``: only
+    these cells count (a certificate passes the cells it certifies)."""
     path = run_path(run)
     if not (path / "run.json").is_file():
         raise BadInputError(f"{path}: not a run folder (no run.json; give a folder under results/)")
-    figures = run_figures(path)
+    figures = run_figures(path, cells)
     info = read_run_info(path)
     if not figures.phases or not figures.arrays:
         scenarios = sorted({s.scenario for s in read_cell_summaries(path).values()})
@@ -295,7 +368,7 @@ def run_profile(run: Any) -> RunProfile:
         )
     chosen: dict[Phase, PhaseFigure] = {}
     for f in figures.phases:
-        if f.phase not in chosen or f.iops_per_desktop > chosen[f.phase].iops_per_desktop:
+        if f.phase not in chosen or _rank(f) > _rank(chosen[f.phase]):
             chosen[f.phase] = f
     chosen = {p: chosen[p] for p in Phase if p in chosen}
     array = max(figures.arrays, key=lambda a: (a.iops, a.cell))

@@ -19,6 +19,7 @@ from labctl.errors import BadInputError
 from labctl.store.base import BaselineSet, CellRow, ResultsStore, RunRow, SqlResult, StoreError
 from labctl.store.importer import import_run, run_folders
 from labctl.store.sink import StoreSink
+from labctl.store.urls import check_no_password, safe_url
 
 STORE_ENV = "LABCTL_STORE"
 STORE_DIR = "store"  # the embedded store's folder inside the results folder
@@ -29,7 +30,9 @@ def default_store_url(results_dir: Path) -> str:
 
 
 def open_store(url: str) -> ResultsStore:
-    """The store at ``url`` (see the module docstring). Nothing is created until a write."""
+    """The store at ``url`` (see the module docstring). Nothing is created until a write. A URL
+    with a password in it is refused, and the message shows it masked (see :mod:`labctl.store.urls`)."""
+    check_no_password(url)
     if url.startswith(("postgresql://", "postgres://")):
         from labctl.store.postgres import PostgresStore  # psycopg: only for a team's store
 
@@ -38,7 +41,7 @@ def open_store(url: str) -> ResultsStore:
         path = url.removeprefix("duckdb:")
     elif "://" in url:
         raise BadInputError(
-            f"store {url!r}: unknown kind (use duckdb:PATH for the embedded store, postgresql://... for a team's)"
+            f"store {safe_url(url)!r}: unknown kind (use duckdb:PATH for the embedded store, postgresql://... for a team's)"
         )
     else:
         path = url
@@ -67,4 +70,5 @@ __all__ = [
     "import_run",
     "open_store",
     "run_folders",
+    "safe_url",
 ]

@@ -13,16 +13,18 @@ a backend only implements how rows get in and how a query is executed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from labctl.errors import BadInputError, LabctlError
 from labctl.records.figures import CellFigures, Direction, Figure, RunFigures
+from labctl.records.run_kind import run_kind
 from labctl.records.run_record import CellRecord, Outcome, RunInfo
 from labctl.store.rows import SampleRow
 
@@ -64,6 +66,8 @@ class RunRow(BaseModel):
     git_commit: str | None = None
     labctl_version: str | None = None
     folder: str | None = None
+    profile: str | None = None
+    params_key: str | None = None
 
 
 class CellRow(BaseModel):
@@ -85,12 +89,16 @@ class CellRow(BaseModel):
 
 
 class BaselineSet(BaseModel):
-    """One ``labctl baseline set``: the runs a lab + plan is compared against from then on."""
+    """One ``labctl baseline set``: the runs a lab + plan of one kind (profile and plan parameters,
+    :mod:`labctl.records.run_kind`) is compared against from then on."""
 
     set_id: str
     lab: str
     plan: str
     run_ids: list[str]
+    profile: str | None = None
+    params_key: str | None = None  # None: a set made before baselines had a kind (matches any run)
+    parameters: dict[str, Any] = Field(default_factory=dict)
     set_utc: datetime
     set_by: str | None = None
     note: str | None = None
@@ -135,6 +143,7 @@ class ResultsStore(RunWriter, Protocol):
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
+        profile: str | None = None,
     ) -> list[RunRow]: ...
 
     def run(self, run_id: str) -> RunRow | None: ...
@@ -144,12 +153,16 @@ class ResultsStore(RunWriter, Protocol):
     def figures(self, run_id: str) -> RunFigures | None: ...
 
     def figure_history(
-        self, lab: str, plan: str, *, before: datetime, runs: int
+        self, lab: str, plan: str, *, before: datetime, runs: int, params_key: str | None = None
     ) -> list[tuple[str, dict[str, dict[str, float]]]]: ...
 
-    def baseline(self, lab: str, plan: str) -> BaselineSet | None: ...
+    def baseline(self, lab: str, plan: str, params_key: str | None = None) -> BaselineSet | None: ...
+
+    def current_baselines(self, lab: str, plan: str) -> list[BaselineSet]: ...
 
     def baseline_history(self, lab: str | None = None, plan: str | None = None) -> list[BaselineSet]: ...
+
+    def labs(self) -> list[str]: ...
 
     def close(self) -> None: ...
 
@@ -183,12 +196,15 @@ class SqlQueries:
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
+        profile: str | None = None,
     ) -> list[RunRow]:
-        """Runs, newest first, filtered by lab, plan, outcome and start (``since`` <= start < ``until``)."""
+        """Runs, newest first, filtered by lab, plan, profile, outcome and start (``since`` <=
+        start < ``until``)."""
         where, params = _where(
             [
                 ("lab = ?", lab),
                 ("plan = ?", plan),
+                ("profile = ?", profile),
                 ("outcome = ?", outcome),
                 ("started_utc >= ?", since),
                 ("started_utc < ?", until),
@@ -202,6 +218,10 @@ class SqlQueries:
     def run(self, run_id: str) -> RunRow | None:
         rows = self.sql(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", [run_id]).dicts()
         return RunRow(**rows[0]) if rows else None
+
+    def labs(self) -> list[str]:
+        """The labs the store has runs of."""
+        return [str(r[0]) for r in self.sql("SELECT DISTINCT lab FROM runs ORDER BY lab").rows]
 
     def cells(self, run_id: str) -> list[CellRow]:
         query = f"SELECT {_CELL_COLUMNS} FROM cells WHERE run_id = ? ORDER BY seq, cell"
@@ -236,6 +256,11 @@ class SqlQueries:
             cell.figures[key] = Figure(
                 key=key, **{**d, "unit": d["unit"] or "", "direction": Direction(d["direction"])}
             )
+        found = self.sql("SELECT parameters_json FROM runs WHERE run_id = ?", [run_id]).rows
+        try:
+            parameters = json.loads(found[0][0]) if found and found[0][0] else {}
+        except ValueError:
+            parameters = {}
         return RunFigures(
             run_id=run.run_id,
             lab=run.lab,
@@ -243,46 +268,71 @@ class SqlQueries:
             configuration=run.configuration,
             started_utc=run.started_utc.isoformat(timespec="milliseconds") + "Z",
             outcome=run.outcome,
+            kind=run_kind(parameters if isinstance(parameters, dict) else {}),
             cells=cells,
         )
 
     def figure_history(
-        self, lab: str, plan: str, *, before: datetime, runs: int
+        self, lab: str, plan: str, *, before: datetime, runs: int, params_key: str | None = None
     ) -> list[tuple[str, dict[str, dict[str, float]]]]:
-        """The key figures of the last ``runs`` finished runs of ``lab`` + ``plan`` that started
-        before ``before``, oldest first: ``[(run_id, {cell: {figure: value}})]``. Cells that were a
-        lab fault (no_data, lab_fault, error, interrupted) are left out: they measured the lab."""
+        """The key figures of the last ``runs`` finished runs of ``lab`` + ``plan`` (of the kind
+        ``params_key`` when given: a quick run's noise is not a full run's) that started before
+        ``before``, oldest first: ``[(run_id, {cell: {figure: value}})]``. Cells that were a lab
+        fault (no_data, lab_fault, error, interrupted) are left out: they measured the lab."""
         faults = ", ".join(f"'{o}'" for o in FAULT_OUTCOMES)
+        same_kind = " AND params_key = ?" if params_key else ""
         query = (
             "SELECT f.run_id, f.cell, f.figure, f.value FROM cell_figures f "
             "JOIN cells c ON c.run_id = f.run_id AND c.cell = f.cell "
             "JOIN (SELECT run_id, started_utc FROM runs WHERE lab = ? AND plan = ? AND started_utc < ? "
-            "      AND outcome <> 'running' ORDER BY started_utc DESC, run_id DESC LIMIT ?) r "
+            f"      AND outcome <> 'running'{same_kind} ORDER BY started_utc DESC, run_id DESC LIMIT ?) r "
             "  ON r.run_id = f.run_id "
             f"WHERE c.outcome NOT IN ({faults}) "
             "ORDER BY r.started_utc, f.run_id, f.cell, f.figure"
         )
+        params: list[Any] = [lab, plan, before, *([params_key] if params_key else []), int(runs)]
         out: dict[str, dict[str, dict[str, float]]] = {}
-        for run_id, cell, figure, value in self.sql(query, [lab, plan, before, int(runs)]).rows:
+        for run_id, cell, figure, value in self.sql(query, params).rows:
             out.setdefault(run_id, {}).setdefault(cell, {})[figure] = float(value)
         return list(out.items())
 
     def baseline_history(self, lab: str | None = None, plan: str | None = None) -> list[BaselineSet]:
         """Every baseline set (of ``lab`` / ``plan`` when given), oldest first."""
         where, params = _where([("lab = ?", lab), ("plan = ?", plan)])
-        query = f"SELECT set_id, lab, plan, run_id, set_utc, set_by, note FROM baselines{where}"
-        query += " ORDER BY set_utc, set_id, position"
+        query = (
+            "SELECT set_id, lab, plan, run_id, set_utc, set_by, note, profile, params_key, parameters_json "
+            f"FROM baselines{where} ORDER BY set_utc, set_id, position"
+        )
         sets: dict[str, BaselineSet] = {}
         for d in self.sql(query, params).dicts():
             run_id = d.pop("run_id")
+            try:
+                d["parameters"] = json.loads(d.pop("parameters_json") or "{}")
+            except ValueError:
+                d["parameters"] = {}
             s = sets.setdefault(d["set_id"], BaselineSet(run_ids=[], **d))
             s.run_ids.append(run_id)
         return list(sets.values())
 
-    def baseline(self, lab: str, plan: str) -> BaselineSet | None:
-        """The newest baseline set of ``lab`` + ``plan``."""
+    def current_baselines(self, lab: str, plan: str) -> list[BaselineSet]:
+        """The newest baseline set of each kind (profile and parameters) of ``lab`` + ``plan``."""
+        newest: dict[str | None, BaselineSet] = {}
+        for b in self.baseline_history(lab, plan):
+            newest.pop(b.params_key, None)
+            newest[b.params_key] = b
+        return list(newest.values())
+
+    def baseline(self, lab: str, plan: str, params_key: str | None = None) -> BaselineSet | None:
+        """The baseline of ``lab`` + ``plan`` for runs of the kind ``params_key``: the newest set of
+        that kind, else the newest set made before sets had a kind; None when there is neither.
+        Without ``params_key``: the newest set of any kind."""
         history = self.baseline_history(lab, plan)
-        return history[-1] if history else None
+        if params_key is None:
+            return history[-1] if history else None
+        same = [b for b in history if b.params_key == params_key]
+        legacy = [b for b in history if b.params_key is None]
+        chosen = same or legacy
+        return chosen[-1] if chosen else None
 
 
 def baseline_rows(b: BaselineSet) -> list[dict[str, Any]]:
@@ -296,6 +346,9 @@ def baseline_rows(b: BaselineSet) -> list[dict[str, Any]]:
             "set_utc": b.set_utc,
             "set_by": b.set_by,
             "note": b.note,
+            "profile": b.profile,
+            "params_key": b.params_key,
+            "parameters_json": json.dumps(b.parameters, sort_keys=True, default=str),
         }
         for i, run_id in enumerate(b.run_ids)
     ]

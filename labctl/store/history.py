@@ -7,7 +7,9 @@
 
 The store is the team's memory: a report built on any machine shows the same trends, because they
 come from the store and not from an ``allure-history.jsonl`` that lives on one controller. Only
-finished runs count (``outcome`` not ``running``).
+finished runs count (``outcome`` not ``running``); given a run kind's ``params_key`` (its profile
+and plan parameters, :mod:`labctl.records.run_kind`), only runs of that kind: a quick run's trend
+line is not a full run's.
 """
 
 from __future__ import annotations
@@ -33,7 +35,14 @@ ALLURE_HISTORY_FILE = "allure-history.jsonl"
 
 
 def _recent_runs(
-    store: ResultsStore, lab: str, plan: str, *, until: datetime | None, before: datetime | None, runs: int
+    store: ResultsStore,
+    lab: str,
+    plan: str,
+    *,
+    until: datetime | None,
+    before: datetime | None,
+    runs: int,
+    params_key: str | None = None,
 ) -> list[dict[str, Any]]:
     """The last ``runs`` finished runs of lab + plan (started <= ``until`` / < ``before``), oldest first."""
     query = (
@@ -41,6 +50,9 @@ def _recent_runs(
         "WHERE lab = ? AND plan = ? AND outcome <> 'running'"
     )
     params: list[Any] = [lab, plan]
+    if params_key is not None:
+        query += " AND params_key = ?"
+        params.append(params_key)
     if until is not None:
         query += " AND started_utc <= ?"
         params.append(until)
@@ -60,14 +72,20 @@ def _extra(text: str | None) -> dict[str, Any]:
 
 
 def night_history(
-    store: ResultsStore, lab: str, plan: str, *, until: datetime | None = None, runs: int = NIGHTS
+    store: ResultsStore,
+    lab: str,
+    plan: str,
+    *,
+    until: datetime | None = None,
+    runs: int = NIGHTS,
+    params_key: str | None = None,
 ) -> list[tuple[RunFigures, dict[str, Any]]]:
     """The key figures of the last ``runs`` finished runs of ``lab`` + ``plan`` that started at or
     before ``until`` (default: all), oldest first, each with its run.json ``extra`` (where the
     nightly records its verdict). Lab-fault cells are included, with their outcome: a trend shows
     the nights the lab broke as well."""
     out = []
-    for row in _recent_runs(store, lab, plan, until=until, before=None, runs=runs):
+    for row in _recent_runs(store, lab, plan, until=until, before=None, runs=runs, params_key=params_key):
         figures = store.figures(row["run_id"])
         if figures is not None:
             out.append((figures, _extra(row["extra_json"])))
@@ -198,6 +216,7 @@ def allure_history_from_store(
     out: Path | None = None,
     limit: int = ALLURE_HISTORY_LIMIT,
     report_url: str | None = None,
+    params_key: str | None = None,
 ) -> Path:
     """Write Allure 3's history file (JSON lines, one data point per run, oldest first) for
     ``lab`` + ``plan`` from the store's finished runs that started before ``before`` (default:
@@ -209,7 +228,7 @@ def allure_history_from_store(
     ``out``: where to write (default: a new temporary file the caller removes); ``report_url``:
     the absolute http(s) URL the results folder is published at, so a history entry links to that
     night's report (``<report_url>/<run-id>/report/index.html``)."""
-    runs = _recent_runs(store, lab, plan, until=None, before=before, runs=limit)
+    runs = _recent_runs(store, lab, plan, until=None, before=before, runs=limit, params_key=params_key)
     cells = _cells_of(store, [r["run_id"] for r in runs])
     if out is None:
         fd, name = tempfile.mkstemp(prefix="labctl-allure-history-", suffix=".jsonl")

@@ -22,6 +22,13 @@ cheap at nightly scale (a finished run is one file per table).
 Queries run in an in-memory DuckDB whose views read the current files (``UNION ALL BY NAME`` with
 an empty table made from the DDL, so a column added later reads as NULL in older files). A query
 that races a folder swap is retried.
+
+That reading connection is read-only over the store's own files, by DuckDB's own switches, not by
+looking at the query's words: ``enable_external_access = false`` with ``allowed_directories`` the
+store's ``runs/`` and ``baselines/`` (so ``read_csv('/etc/passwd')``, ``glob``, ``ATTACH``, a URL,
+``INSTALL`` and ``LOAD`` are refused by DuckDB), extension autoloading off, and
+``lock_configuration`` so no query turns them back on; only SELECT and EXPLAIN (not EXPLAIN ANALYZE,
+which executes) statements run there (``COPY`` would write into the store's folders).
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ LOCK_TIMEOUT_S = 120.0  # a writer of the same run holds the lock for one cell's
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _READ_RETRIES = 5
 _READ_ONLY = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+_EXPLAIN_ANALYZE = re.compile(r"^\s*EXPLAIN\s+\(?\s*ANALY[SZ]E", re.I)
+READ_DIRS = ("runs", "baselines")  # the only folders a query of the store may read
 
 
 def _lit(path: Path) -> str:
@@ -327,21 +336,24 @@ class ParquetStore(SqlQueries):
     # --- reading ------------------------------------------------------------------------------------
 
     def _files(self, table: str) -> list[Path]:
+        root = self.root.resolve()  # absolute: the reader may read only under the store's own folders
         if table == "baselines":
-            return sorted((self.root / "baselines").glob("*.parquet"))
-        return sorted((self.root / "runs").glob(f"*/{table}/*.parquet"))
+            return sorted((root / "baselines").glob("*.parquet"))
+        return sorted((root / "runs").glob(f"*/{table}/*.parquet"))
 
     def _reader(self) -> duckdb.DuckDBPyConnection:
         """The reading connection with a view per table over the files there are now (views are
         replaced only when a table's file list changed; a file replaced in place is read anew)."""
         con = self._reader_con
         if con is None:
-            con = self._reader_con = duckdb.connect(":memory:")
+            con = duckdb.connect(":memory:")
             con.execute("CREATE SCHEMA empty")
             for stmt in statements(indexes=False):
                 con.execute(
                     stmt.replace("CREATE TABLE IF NOT EXISTS ", "CREATE TABLE IF NOT EXISTS empty.", 1)
                 )
+            _lock_down(con, [self.root.resolve() / d for d in READ_DIRS])
+            self._reader_con = con
             self._views = {}
         for name in tables():
             files = tuple(self._files(name))
@@ -361,8 +373,9 @@ class ParquetStore(SqlQueries):
             try:
                 with self._lock:
                     con = self._reader()
-                    kinds = {st.type for st in con.extract_statements(query)}
-                    if not kinds <= _READ_ONLY:
+                    found = con.extract_statements(query)
+                    kinds = {st.type for st in found}
+                    if not kinds <= _READ_ONLY or any(_EXPLAIN_ANALYZE.match(st.query) for st in found):
                         raise StoreQueryError(
                             f"{self.url}: only queries (SELECT, EXPLAIN) run here; the store is written "
                             "by labctl runs import and the runs themselves"
@@ -378,9 +391,24 @@ class ParquetStore(SqlQueries):
                 raise StoreError(f"{self.url}: {str(exc).splitlines()[0]}") from exc
             except (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException) as exc:
                 raise StoreQueryError(f"{self.url}: {str(exc).splitlines()[0]}") from exc
+            except duckdb.PermissionException as exc:
+                raise StoreQueryError(
+                    f"{self.url}: {str(exc).splitlines()[0]} (queries read the store's tables only)"
+                ) from exc
             except duckdb.Error as exc:
                 raise StoreError(f"{self.url}: {str(exc).splitlines()[0]}") from exc
         raise AssertionError("unreachable")
+
+
+def _lock_down(con: duckdb.DuckDBPyConnection, readable: Sequence[Path]) -> None:
+    """Make ``con`` unable to reach anything but the files under ``readable`` (see the module
+    docstring); the configuration is locked last, so no later statement can undo it."""
+    dirs = "[" + ", ".join("'" + (str(d) + os.sep).replace("'", "''") + "'" for d in readable) + "]"
+    con.execute(f"SET allowed_directories = {dirs}")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    con.execute("SET lock_configuration = true")
 
 
 class _StagedRun:

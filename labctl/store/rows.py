@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from labctl.records.figures import BOOT_ROLES, cell_figures
+from labctl.records.run_kind import run_kind
 from labctl.records.run_record import CellRecord, RunInfo, RunOutcome
 from labctl.records.series import Series
 from labctl.store.schema import SCHEMA_VERSION, table
@@ -57,6 +58,7 @@ def folder_label(path: str | None) -> str | None:
 def run_row(info: RunInfo, folder: str | None = None) -> Row:
     """The ``runs`` row of a run.json."""
     ended = info.ended
+    kind = run_kind(info.parameters)
     return {
         "run_id": info.run_id,
         "lab": info.lab,
@@ -80,6 +82,8 @@ def run_row(info: RunInfo, folder: str | None = None) -> Row:
         "inventory_sha256": info.inventory_sha256,
         "lease": info.lease,
         "parameters_json": _json(info.parameters),
+        "profile": kind.profile,
+        "params_key": kind.key,
         "extra_json": _json(info.extra),
         "folder": folder_label(folder),
         "stored_utc": now_utc(),
@@ -127,6 +131,7 @@ def cell_rows(run_id: str, record: CellRecord, seq: int) -> dict[str, list[Row]]
             "left_on": (", ".join(restore.left_on) or None) if restore else None,
             "entities_json": _json(s.entities),
             "extra_json": _json(s.extra),
+            "response_index_json": s.response_index.model_dump_json() if s.response_index else None,
         }
     ]
     params = [_param_row(run_id, cell, name, value) for name, value in sorted(s.parameters.items())]

@@ -34,6 +34,8 @@ CREATE TABLE IF NOT EXISTS runs (
     inventory_sha256  TEXT,               -- SHA-256 of the inventory file's bytes
     lease             TEXT,               -- the lease the run held on the lab
     parameters_json   TEXT,               -- the plan parameters as the run used them
+    profile           TEXT,               -- the parameter profile, e.g. quick or full (NULL: not recorded)
+    params_key        TEXT,               -- digest of profile + resolved plan parameters: runs alike share it
     extra_json        TEXT,               -- what other parts added to run.json (firmware versions ...)
     folder            TEXT,               -- the run folder as the writer saw it (host:path)
     stored_utc        TIMESTAMP NOT NULL, -- when the store last wrote this row
@@ -63,6 +65,7 @@ CREATE TABLE IF NOT EXISTS cells (
     left_on           TEXT,               -- machines still on after the restore
     entities_json     TEXT,               -- named entities: streaming_server, write_cache_disk, ...
     extra_json        TEXT,               -- scenario-specific scalars
+    response_index_json TEXT,             -- VDI storms: the response-time index (summary.json response_index)
     PRIMARY KEY (run_id, cell)
 );
 
@@ -191,11 +194,14 @@ CREATE TABLE IF NOT EXISTS samples (
 );
 
 -- Baselines: `labctl baseline set LAB PLAN RUN...` adds one set (one row per run); the newest set
--- of a lab + plan is its baseline, the older ones its history.
+-- of a lab + plan + kind (profile and plan parameters) is its baseline, the older ones its history.
 CREATE TABLE IF NOT EXISTS baselines (
     set_id            TEXT NOT NULL,      -- <UTC time>-<4 hex digits>, sorts by time
     lab               TEXT NOT NULL,      -- the lab's name
     plan              TEXT NOT NULL,      -- the plan
+    profile           TEXT,               -- the runs' parameter profile (NULL: not recorded)
+    params_key        TEXT,               -- the runs' runs.params_key (NULL: a set made before it existed)
+    parameters_json   TEXT,               -- the runs' resolved plan parameters
     run_id            TEXT NOT NULL,      -- one of the set's runs
     position          INTEGER NOT NULL,   -- its place in the set as given
     set_utc           TIMESTAMP NOT NULL, -- when the set was made

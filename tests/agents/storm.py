@@ -22,7 +22,7 @@ class Storm:
     ready: dict[str, Readiness]
     off: PowerReport
     clients: list[ClientOutcome]
-    dispatch: object | None  # labctl.agents.controller.Dispatch of the wake, when agents carried it
+    dispatch: object | None  # labctl.lab.sites.link.Dispatch of the wake, when agents carried it
 
     def outcome(self, name: str) -> ClientOutcome:
         return next(c for c in self.clients if c.name == name)

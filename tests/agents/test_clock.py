@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from labctl.agents.clocksync import measure
-from labctl.agents.hub import HubConnection
 from labctl.agents.nats_server import NatsServer
-from labctl.agents.protocol import (
+from labctl.drivers.hub.clocksync import measure
+from labctl.drivers.hub.connection import HubConnection
+from labctl.drivers.hub.protocol import (
     ORDERS_STREAM,
     MachineResult,
     Order,

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from labctl.agents.hub import HubConnection
-from labctl.agents.protocol import (
+from labctl.cli import cli
+from labctl.cli.common import run_cli
+from labctl.drivers.hub.connection import HubConnection
+from labctl.drivers.hub.protocol import (
     RESULTS_STREAM,
     ClockSpec,
     Heartbeat,
@@ -21,8 +23,6 @@ from labctl.agents.protocol import (
     order_subject,
     results_of,
 )
-from labctl.cli import cli
-from labctl.cli.common import run_cli
 from labctl.lab.health import QuarantineStore, check_devices, exclude_quarantined, screen
 from labctl.lab.power.model import State
 from labctl.lab.sites import agent_feeds

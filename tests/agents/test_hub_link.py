@@ -12,10 +12,10 @@ from collections import Counter
 
 import pytest
 
-from labctl.agents.hub import HubConnection
-from labctl.agents.lease_nats import NatsLeaseStore
-from labctl.agents.protocol import RESULTS_STREAM
+from labctl.drivers.hub.connection import HubConnection
+from labctl.drivers.hub.protocol import RESULTS_STREAM
 from labctl.lab.lease import LeaseHeld
+from labctl.lab.lease.hub import NatsLeaseStore
 from labctl.lab.power.model import MachineState, State
 from labctl.lab.sites import link_for
 from tests.agents.conftest import CLIENTS_PER_SITE, SiteLab
@@ -89,7 +89,7 @@ def test_the_hub_restarting_mid_run_loses_and_repeats_no_order(site_lab: SiteLab
 
 
 def _token(order_id: str) -> str:
-    from labctl.agents.protocol import order_token
+    from labctl.drivers.hub.protocol import order_token
 
     return order_token(order_id)
 

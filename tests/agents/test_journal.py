@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from labctl.agents.journal import Journal
-from labctl.agents.protocol import MachineResult, OrderDone
+from labctl.drivers.hub.protocol import MachineResult, OrderDone
 
 
 def test_of_many_deliveries_at_once_exactly_one_begins_the_order(tmp_path: Path) -> None:

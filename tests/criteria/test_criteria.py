@@ -20,6 +20,7 @@ from labctl.criteria import (
     parse_criteria,
     raise_for_outcome,
 )
+from labctl.criteria.evaluate import fmt
 from labctl.inventory.load import load_lab
 from labctl.recorder.series import RunSeries, SeriesWriter
 from labctl.records.run_record import CellSummary, ClientOutcome, SeriesRef, SeriesSummary, Window
@@ -227,6 +228,29 @@ def test_per_machine_results_come_from_the_summary_and_a_missing_machine_is_a_la
         "1 of 5 rebooter machines have no boot_time_s: optiplex-005 (timeout: not ready by the deadline)"
         in str(exc.value)
     )
+
+
+@pytest.mark.parametrize(
+    ("band", "values", "worst_entity", "outcome"),
+    [
+        # every client inside <= 60 s: the slowest is named (issue 20: it named the first, 51.9 s)
+        ({"max": 60}, [51.9, 55.4, 40.0], "optiplex-002", Outcome.PASS),
+        ({"min": 6.5}, [8.0, 7.0, 9.0], "optiplex-002", Outcome.PASS),  # a floor: the lowest
+        ({"min": 6.5, "max": 8.5}, [7.5, 6.7, 8.4], "optiplex-003", Outcome.PASS),  # nearest an edge
+        ({"max": 60}, [61.0, 75.0, 40.0], "optiplex-002", Outcome.FAIL),  # outside beats inside
+    ],
+)
+def test_across_worst_judges_the_worst_value_and_names_it_whatever_the_bands(
+    band: dict[str, float], values: list[float], worst_entity: str, outcome: Outcome
+) -> None:
+    cf = parse_criteria(
+        {"criteria": [{"name": "t", "select": {"result": "boot_time_s", "role": "storm"}, "pass": band}]}
+    )
+    machines = [client(f"optiplex-00{i}", boot_time_s=v) for i, v in enumerate(values, start=1)]
+    r = evaluate(cf, SeriesStore(), summary((T0, T0 + 60), machines), names=NAMES)["t"]
+    expected = values[int(worst_entity[-1]) - 1]
+    assert (r.entity, r.observed, r.outcome) == (worst_entity, expected, outcome)
+    assert f"value {fmt(expected)} on {worst_entity}" in r.message
 
 
 def test_no_machine_of_the_role_is_no_data() -> None:
@@ -530,42 +554,6 @@ def _metric(interval: float | None) -> SeriesSummary:
     )
 
 
-def test_the_former_call_still_judges_and_writes(tmp_path: Path) -> None:
-    """What the former plugin calls: cell=, window=(t0, t1), expected=, result samples."""
-    st = store_with({QUEUE: [2.0, 4.0]})
-    for name, bt in (("optiplex-001", 30.0), ("optiplex-002", 95.0)):
-        st.add(CELL, Sample("result", name, "boot_time_s", "s", T0 + 10, bt))
-    cf = parse_criteria(
-        {
-            "criteria": [
-                crit(),
-                {
-                    "name": "boot",
-                    "select": {"source": "result", "entity": "*", "metric": "boot_time_s"},
-                    "statistic": "last",
-                    "expect": "clients",
-                    "pass": {"max": 60},
-                    "marginal": {"max": 90},
-                },
-            ]
-        }
-    )
-    clients = ["optiplex-001", "optiplex-002", "optiplex-003"]
-    v = evaluate(cf, st, cell=CELL, window=(T0, T0 + 10), names=NAMES, expected={"clients": clients})
-    assert v.outcome is Outcome.LAB_FAULT and v["boot"].missing == ["optiplex-003"]
-    assert [r.outcome for r in v.results] == [Outcome.PASS, Outcome.LAB_FAULT]
-    assert v["queue"].window == (T0, T0 + 10) and v["queue"].series[0]["metric"] == "disk_queue_len"
-    with pytest.raises(LabFault, match="optiplex-003"):
-        v.raise_for_outcome()
-    path = v.write(tmp_path)
-    assert path == tmp_path / "cells" / CELL / "verdicts.json"
-    from labctl.recorder.cell_files import read_cell_verdict
-
-    back = read_cell_verdict(tmp_path, CELL)
-    assert back is not None and back.model_dump() == v.model_dump()
-    assert v["boot"].message == "boot: 1 of 3 storm machines have no boot_time_s: optiplex-003"
-
-
 def test_a_result_no_machine_has_is_a_lab_fault_when_required_and_no_data_when_not() -> None:
     from labctl.criteria.evaluate import evaluate_criterion
     from labctl.criteria.model import Criterion
@@ -591,3 +579,40 @@ def test_a_result_no_machine_has_is_a_lab_fault_when_required_and_no_data_when_n
     )
     assert required.outcome is Outcome.LAB_FAULT
     assert optional.outcome is Outcome.NO_DATA
+
+
+def test_a_window_shorter_than_the_band_needs_is_no_data_saying_why_and_does_not_count() -> None:
+    """The quick VDI profile's ten-minute steady phase against the paper's hour-long band: not a
+    failure (10.5 IOPS per desktop against 6.5-8.5), not judged."""
+    from labctl.records.run_record import Phase
+
+    spec = {
+        "name": "steady IOPS",
+        "select": {"result": "steady_iops_per_desktop", "role": "array"},
+        "phase": "steady",
+        "min_window_s": 3600,
+        "unit": "IO/s",
+        "pass": {"min": 6.5, "max": 8.5},
+    }
+    cf = parse_criteria({"criteria": [spec]})
+    arrays = [client("eql-01", "array", outcome="measured", steady_iops_per_desktop=10.5)]
+
+    def judged(steady_s: float) -> Any:
+        s = summary((T0, T0 + steady_s + 100), arrays).model_copy(
+            update={"phases": [Phase(name="steady", start_ts_s=T0 + 50, end_ts_s=T0 + 50 + steady_s)]}
+        )
+        return evaluate(cf, SeriesStore(), s, names=NAMES)
+
+    quick = judged(600)
+    r = quick["steady IOPS"]
+    assert r.outcome is Outcome.NO_DATA and r.too_short and not r.counts
+    assert r.message == (
+        "steady IOPS: not judged: the steady phase lasted 600 s, shorter than the 3600 s this band was "
+        "measured over (a longer profile judges it); measured value 10.5 IO/s (band >= 6.50 IO/s and <= 8.50 IO/s)"
+    )
+    assert quick.outcome is Outcome.PASS
+    raise_for_outcome(quick)  # neither a failure nor missing data
+    full = judged(3600)  # the paper's hour: judged, and 10.5 fails
+    assert full["steady IOPS"].outcome is Outcome.FAIL and full.outcome is Outcome.FAIL
+    with pytest.raises(CriteriaFileError, match="min_window_s"):
+        parse_criteria({"criteria": [{**spec, "min_window_s": 0}]})

@@ -66,3 +66,19 @@ def test_a_bmc_that_never_answers_costs_the_deadline_then_names_it(
         IpmiClient("ghost-01", ep, timeout_s=1.0).open()
     assert time.monotonic() - t0 < 5
     assert "ghost-01 IPMI BMC (127.0.0.1:9)" in str(ei.value)
+
+
+def test_device_id_of_the_simulated_bmc_is_an_idracs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Firmware as BCD, manufacturer in 3 bytes, product in the 2 after them (IPMI 2.0 table 20-2):
+    pyghmi's server once packed the manufacturer in 4, and the product ID read as 0."""
+    write_secrets(tmp_path, monkeypatch)
+    with bmc(tmp_path) as lab:
+        ep = lab.machine("infra-01").ipmi  # type: ignore[attr-defined]
+        with IpmiClient("infra-01", ep, timeout_s=10) as c:
+            dev = c.device_id()
+    assert (dev.firmware, dev.manufacturer_id, dev.product_id, dev.ipmi_version) == (
+        "4.40",
+        674,
+        0x100,
+        "2.0",
+    )

@@ -50,7 +50,7 @@ def test_header_and_rows_are_parsed_with_instances_expanded() -> None:
 
 
 def test_samples_keep_the_source_timestamp_and_name_entities() -> None:
-    rs = samples_from_pdh(REAL, "pvs-01", memory_total_mb=4096)
+    rs = samples_from_pdh(REAL, "pvs-01", time_zone="UTC", memory_total_mb=4096)
     first_ts = datetime(2007, 11, 21, 14, 3, 1, 250000, tzinfo=UTC).timestamp()
     cpu = [r for r in rs if r.metric == "cpu_pct"]
     assert [r.entity for r in cpu] == ["pvs-01", "pvs-01"]
@@ -80,7 +80,7 @@ def test_time_zone_bias_from_the_header_is_applied() -> None:
 
 def test_blank_cells_are_skipped_not_zero() -> None:
     text = '\n"(PDH-CSV 4.0)","\\\\S\\Memory\\Pages/sec","\\\\S\\Memory\\Available MBytes"\n"01/02/2020 00:00:00.000"," ","12.0"\n'
-    rs = samples_from_pdh(text, "s")
+    rs = samples_from_pdh(text, "s", time_zone="UTC")
     assert [(r.metric, r.value) for r in rs] == [("memory_available_mb", 12.0)]
 
 
@@ -121,8 +121,39 @@ def test_query_listing_and_missing_counters() -> None:
 def test_stream_parser_line_by_line_matches_the_batch_parser() -> None:
     from labctl.drivers.typeperf import PdhStream
 
-    st = PdhStream("pvs-01", memory_total_mb=4096)
+    st = PdhStream("pvs-01", time_zone="UTC", memory_total_mb=4096)
     streamed = [r for line in REAL.split("\r\n") for r in st.feed(line)]
-    assert streamed == samples_from_pdh(REAL, "pvs-01", memory_total_mb=4096)
+    assert streamed == samples_from_pdh(REAL, "pvs-01", time_zone="UTC", memory_total_mb=4096)
     with pytest.raises(TypeperfError):
         PdhStream("x").feed("Error: No valid counters.")
+
+
+def test_local_times_without_a_zone_are_refused_not_taken_for_utc() -> None:
+    """Console typeperf prints no zone: with none declared the parser refuses (it read them as UTC)."""
+    from labctl.drivers.typeperf import PdhStream, TimeZoneUnknown
+
+    with pytest.raises(TimeZoneUnknown, match=r"add time_zone: .* to server pvs-01"):
+        samples_from_pdh(REAL, "pvs-01")
+    stream = PdhStream("pvs-01")
+    with pytest.raises(TimeZoneUnknown):
+        for line in REAL.split("\r\n"):
+            stream.feed(line)
+
+
+def test_the_declared_zone_places_local_times_dst_correctly() -> None:
+    rs = samples_from_pdh(REAL, "pvs-01", time_zone="America/Los_Angeles")
+    # 21 Nov 2007 14:03:01.250 PST (UTC-8) is 22:03:01.250 UTC
+    want = datetime(2007, 11, 21, 22, 3, 1, 250000, tzinfo=UTC).timestamp()
+    assert min(r.source_ts for r in rs) == pytest.approx(want)
+    summer = REAL.replace("11/21/2007", "07/21/2007")
+    rs = samples_from_pdh(summer, "pvs-01", time_zone="America/Los_Angeles")
+    assert min(r.source_ts for r in rs) == pytest.approx(
+        datetime(2007, 7, 21, 21, 3, 1, 250000, tzinfo=UTC).timestamp()
+    )
+
+
+def test_a_header_zone_that_contradicts_the_declared_one_is_refused() -> None:
+    text = REAL.replace('"(PDH-CSV 4.0)"', '"(PDH-CSV 4.0) (W. Europe Standard Time)(-60)"')
+    assert samples_from_pdh(text, "pvs-01", time_zone="Europe/Berlin")
+    with pytest.raises(TypeperfError, match="time_zone America/New_York has a bias of 300"):
+        samples_from_pdh(text, "pvs-01", time_zone="America/New_York")

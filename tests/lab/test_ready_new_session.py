@@ -12,9 +12,9 @@ from labctl.lab.ready import _Tracker
 
 def test_a_new_boot_time_counts_as_a_reboot() -> None:
     clock = LabClock()
-    session = SimpleNamespace(clock=clock, timeline=Timeline(clock), state_changed=lambda *a, **k: None)
+    ctx = SimpleNamespace(clock=clock, timeline=Timeline(clock), state_changed=lambda *a, **k: None)
     m = load_lab().clients[0]
-    t = _Tracker(session, [m], expect_boot=True)  # type: ignore[arg-type]
+    t = _Tracker(ctx, None, [m], expect_boot=True)  # type: ignore[arg-type]
     t.note_session(m, 41.0)
     assert not t.up(m, boot_time_s=41.0)  # still the boot from before the reboot
     t.note_session(m, 41.0)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from labctl.agents.nats_server import NatsServer
-from labctl.lab.lease_store import RecordLeaseStore
+from labctl.lab.lease.record import RecordLeaseStore
 from tests.nats_server import nats_hub, nats_hub_and_leaf, shared_nats_hub, unique_bucket  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,12 +43,12 @@ class Backend:
 @pytest.fixture(params=["file", "nats"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     if request.param == "file":
-        from labctl.lab.lease_file import FileLeaseStore
+        from labctl.lab.lease.file import FileLeaseStore
 
         where = tmp_path / "leases"
         b = Backend("file", f"file:{where}", lambda: FileLeaseStore(where))
     else:
-        from labctl.agents.lease_nats import NatsLeaseStore
+        from labctl.lab.lease.hub import NatsLeaseStore
 
         hub: NatsServer = request.getfixturevalue("shared_nats_hub")
         bucket = unique_bucket("lease")
@@ -63,7 +63,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 @pytest.fixture
 def file_stores(tmp_path: Path) -> Iterator[Callable[[], RecordLeaseStore]]:
     """New FileLeaseStores on ``tmp_path``; all closed (their leases released) after the test."""
-    from labctl.lab.lease_file import FileLeaseStore
+    from labctl.lab.lease.file import FileLeaseStore
 
     opened: list[RecordLeaseStore] = []
 

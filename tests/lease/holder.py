@@ -23,11 +23,11 @@ from labctl.lab.lease import LeaseHeld, LeaseStore
 def open_store(spec: str) -> LeaseStore:
     kind, _, where = spec.partition(":")
     if kind == "file":
-        from labctl.lab.lease_file import FileLeaseStore
+        from labctl.lab.lease.file import FileLeaseStore
 
         return FileLeaseStore(where)
     if kind == "nats":
-        from labctl.agents.lease_nats import NatsLeaseStore
+        from labctl.lab.lease.hub import NatsLeaseStore
 
         url, _, bucket = where.partition("#")
         return NatsLeaseStore(url, bucket=bucket)

@@ -30,7 +30,8 @@ def test_two_processes_racing_for_a_lab_exactly_one_wins_and_the_other_names_it(
     assert len(taken) == 1 and len(held) == 1, outcomes
     winner = taken[0]["holder"]
     assert held[0]["by"] == winner
-    assert held[0]["message"].startswith(f"{LAB} is leased by {winner} for ")
+    assert held[0]["message"].startswith(f"{LAB} is leased by {winner} (")
+    assert " left, renewed while its run lives) (wait for it with --lease-wait S," in held[0]["message"]
     assert f"`labctl lease break {LAB}`" in held[0]["message"]
     # and the store agrees with the winner
     (info,) = backend.store().list()
@@ -250,3 +251,20 @@ def test_bad_resource_names_are_refused_in_one_line(backend: Backend, resource: 
 def test_ttls_out_of_range_are_refused(backend: Backend, ttl_s: float) -> None:
     with pytest.raises(BadInputError, match="lease TTL"):
         backend.store().take(LAB, "run", ttl_s=ttl_s)
+
+
+def test_the_owner_of_a_reservation_takes_under_it_and_nobody_else_does(backend: Backend) -> None:
+    store = backend.store()
+    store.reserve(LAB, "alice@bench", "alice@bench (by hand: firmware)", ttl_s=60)
+    with pytest.raises(LeaseHeld, match=r"leased by alice@bench \(by hand: firmware\)"):
+        store.take(LAB, "bob's run", owner="bob@bench")
+    with store.take(LAB, "alice's run", owner="alice@bench") as run:
+        (info,) = store.list()
+        assert info.refs == 2 and info.reserved_by == ("alice@bench",) and not info.shared
+        with pytest.raises(LeaseHeld, match="leased by alice"):  # her own second run waits its turn
+            store.take(LAB, "alice's second run", owner="alice@bench")
+        with pytest.raises(LeaseHeld):  # under an exclusive reservation, no shared taker joins
+            store.take(LAB, "shared run", owner="carol@bench", shared=True)
+        assert not run.lost.is_set()
+    (info,) = store.list()
+    assert (info.refs, info.holder) == (1, "alice@bench (by hand: firmware)")  # the reservation stays

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from labctl.lab.lease import LEASE_DIR_VAR, LeaseHeld, default_lease_dir, open_lease_store
-from labctl.lab.lease_file import FileLeaseStore
-from labctl.lab.lease_store import LeaseRef, LeaseStoreError, process_start_ticks
+from labctl.lab.lease.file import FileLeaseStore
+from labctl.lab.lease.record import LeaseRef, LeaseStoreError, process_start_ticks
 
 LAB = "lab:sim-2007"
 

@@ -11,10 +11,10 @@ import nats
 import nats.js.errors
 import pytest
 
-from labctl.agents.lease_nats import DEFAULT_BUCKET, NatsLeaseStore, display_url, resource_key
 from labctl.agents.nats_server import NatsServer
 from labctl.errors import EndpointError
 from labctl.lab.lease import MAX_TTL_S, LeaseHeld, open_lease_store
+from labctl.lab.lease.hub import DEFAULT_BUCKET, NatsLeaseStore, display_url, resource_key
 from tests.lease.conftest import wait_until
 from tests.nats_server import HUB_DOMAIN, unique_bucket
 

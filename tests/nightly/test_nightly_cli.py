@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from labctl.lab.lease_file import FileLeaseStore
+from labctl.lab.lease.file import FileLeaseStore
 from labctl.recorder.runfolder import RunFolder
 from labctl.recorder.series import RunSeries
 from labctl.recorder.sinks.allure import AllureSink

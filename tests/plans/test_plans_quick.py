@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -162,6 +163,11 @@ def test_the_2007_set_in_its_quick_profile(tmp_path: Path) -> None:
     assert all(r["boot_time_mean_s_standalone"] and r["boot_time_mean_s_ha"] for r in side)
     # the write-cache disk queue of each configuration's own write-cache volume
     assert all(r["disk_queue_peak_standalone"] and r["disk_queue_peak_ha"] for r in side), side
+
+    # junit.xml: every cell of the three plans, one suite per plan (it held the last plan's only)
+    root = ET.parse(run / "junit.xml").getroot()
+    assert {c.get("name") for c in root.iter("testcase")} == set(cells)
+    assert {s.get("name") for s in root.iter("testsuite")} == {"boot_storm", "copy_reboot", "ha_comparison"}
 
     # Allure: one case per cell, labelled epic = plan, feature = scenario, story = cell
     results = _allure_results(run)

@@ -220,7 +220,8 @@ def test_junit_has_one_testcase_per_cell_with_failure_error_by_outcome(run: dict
     assert {p.get("name"): p.get("value") for p in marginal.findall("properties/property")}[
         "outcome"
     ] == "marginal"
-    assert (marginal.findtext("system-out") or "").startswith("marginal: queue: mean 12")  # ... and says so
+    assert (marginal.findtext("system-out") or "").startswith("MARGINAL: queue: mean 12")  # ... and says so
+    assert props["marginal"] == "1"
     for cell, want in (
         ("boot_storm-standalone-003", ("failure", "ThresholdFailure")),
         ("boot_storm-standalone-004", ("error", "LabFault")),
@@ -228,7 +229,8 @@ def test_junit_has_one_testcase_per_cell_with_failure_error_by_outcome(run: dict
         ("boot_storm-standalone-006", ("error", "Interrupted")),
     ):
         got = kind(cell)
-        assert got is not None and got[:2] == want and got[2] == summaries[cell].reason
+        word = OUTCOMES[cell].value.replace("_", " ")  # the word every output uses
+        assert got is not None and got[:2] == want and got[2] == f"{word}: {summaries[cell].reason}"
     fail_props = {
         p.get("name"): p.get("value")
         for p in cases["boot_storm-standalone-003"].findall("properties/property")
@@ -265,11 +267,11 @@ def test_allure_status_labels_and_history_by_outcome(run: dict[str, Any]) -> Non
         if outcome is Outcome.PASS:
             assert "statusDetails" not in r and _labels(r, "tag") == []
             continue
-        assert _labels(r, "tag") == [outcome.value]
+        assert _labels(r, "tag") == [outcome.value.replace("_", " ")]
         message = r["statusDetails"]["message"]
         assert message.splitlines()[0] == summaries[cell].reason  # the reason first, before any trace
     marginal = results["boot_storm-standalone-002"]["statusDetails"]
-    assert marginal["flaky"] is True and "outcome: marginal" in marginal["message"]
+    assert "flaky" not in marginal and "outcome: marginal" in marginal["message"]  # never "Flaky"
     assert "Interrupted" in results["boot_storm-standalone-006"]["statusDetails"]["message"]
 
 
@@ -319,6 +321,47 @@ def test_allure_steps_and_attachments_carry_the_evidence(run: dict[str, Any]) ->
     assert (folder.path / "allure-results" / evidence["queue (evidence)"]["source"]).read_bytes() == PNG
     assert "queue (series)" in evidence and "queue (values)" in evidence
     assert "queue" in run["charts"] and "boot time" in run["charts"]  # charts for what did not pass
+
+
+def test_junit_holds_every_cell_of_every_plan_one_suite_each_and_strict_marginal_fails(
+    tmp_path: Path,
+) -> None:
+    """``labctl run 2007``: three plans, one run, one sink set; junit.xml holds all of their cells."""
+    folder = RunFolder.create(tmp_path, load_lab(), "boot_storm+copy_reboot+ha_comparison")
+    junit = JUnitSink(folder, strict_marginal=True)
+    allure = AllureSink(folder, strict_marginal=True)
+    sinks = SinkSet(folder, [RunFolderSink(folder), junit, allure])
+    ok = {"optiplex-001": 30.0}
+    for plan, cell, queue in (
+        ("boot_storm", "boot_storm-standalone-001", 2.0),
+        ("boot_storm", "boot_storm-standalone-005", 12.0),
+        ("copy_reboot", "copy_reboot-standalone-25x25-local_to_share", 2.0),
+        ("ha_comparison", "ha_comparison-ha-005", 2.0),
+    ):
+        rec, summary = measured_cell(folder, cell, queue, ok)
+        sinks.cell_finished(
+            judged_record(summary.model_copy(update={"plan": plan}), rec, CRITERIA, Names()), rec
+        )
+    sinks.run_finished(folder.finish(RunOutcome.FAILED, "marginal"))
+    root = ET.parse(folder.path / "junit.xml").getroot()
+    suites = {
+        s.get("name"): [c.get("name") for c in s.findall("testcase")] for s in root.findall("testsuite")
+    }
+    assert suites == {
+        "boot_storm": ["boot_storm-standalone-001", "boot_storm-standalone-005"],
+        "copy_reboot": ["copy_reboot-standalone-25x25-local_to_share"],
+        "ha_comparison": ["ha_comparison-ha-005"],
+    }
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("4", "1", "0")
+    marginal = root.find("testsuite/testcase[@name='boot_storm-standalone-005']/failure")
+    assert marginal is not None and marginal.get("type") == "Marginal"
+    assert (marginal.get("message") or "").startswith("marginal: queue: mean 12")
+    [r] = [
+        json.loads(f.read_text())
+        for f in (folder.path / "allure-results").glob("*-result.json")
+        if "boot_storm-standalone-005" in f.read_text()
+    ]
+    assert r["status"] == "failed" and "outcome: marginal" in r["statusDetails"]["message"]
 
 
 def test_a_broken_sink_is_a_sink_error_event_and_the_others_still_write(run: dict[str, Any]) -> None:

@@ -189,6 +189,37 @@ def server_samples(
     return out
 
 
+def disk_iops_samples(load: float, t0: float, disk: str) -> list[Sample]:
+    """The write-cache volume's IOPS over a storm of ``load`` clients: a small group boots in a
+    denser burst, so each client costs more IOPS than in a large one (load ** 0.8)."""
+    duration = 40 + 2.2 * load
+    return [
+        Sample("typeperf", disk, "disk_iops", "IO/s", t0 + t, 2.0 + 12.0 * load**0.8 * _shape(t, duration))
+        for t in range(-60, int(WINDOW_S + RESTORE_S) + 1, int(STEP_S))
+    ]
+
+
+# The lab the sizing reads (inventory.resolved.yaml): sim-2007's streaming server with its
+# write-cache RAID set of 4 x 10K disks, and the clients
+SIZING_LAB: dict[str, Any] = {
+    "name": "sim-2007",
+    "machines": {
+        "pvs-01": {
+            "name": "pvs-01",
+            "kind": "server",
+            "server_hardware": {
+                "nics": {"count": 2, "speed_gbps": 1},
+                "volumes": [
+                    {"name": "cache", "drive": "D:", "purposes": ["write_cache"], "raid": 10, "disks": 4,
+                     "disk_type": "sas", "rpm": 10000, "capacity_gb": 300},
+                ],
+            },
+        },
+        **{f"optiplex-{i:03d}": {"name": f"optiplex-{i:03d}", "kind": "client"} for i in range(1, 101)},
+    },
+}  # fmt: skip
+
+
 @dataclass
 class Synth:
     """How to break the synthetic run (all cells are whole and healthy by default)."""
@@ -196,6 +227,8 @@ class Synth:
     gaps: dict[str, tuple[float, float]] = field(default_factory=dict)  # cell -> hole (s after t0)
     interrupted: dict[str, float] = field(default_factory=dict)  # cell -> Ctrl-C at (s after t0)
     killed: str | None = None  # the run died in this cell (s after t0: KILLED_AT_S)
+    vdi_hosts: tuple[str, ...] = ()  # idle ESXi hosts the lab also has (vCenter samples them)
+    sizing: bool = False  # the write-cache volume's IOPS and the lab's inventory: what sizing reads
 
 
 KILLED_AT_S = 120.0
@@ -334,6 +367,14 @@ def _storm_cell(w: Writer, plan: str, cfg: str, n: int, never_boots: Sequence[st
         samples += server_samples(n * speedup / len(servers), t0, w.rng, server=s, disk=disk, hole=hole)
     if not wc.startswith("pvs-"):  # the NAS holds the write caches
         samples += server_samples(n * speedup, t0, w.rng, server="nas-01", disk=wc, hole=hole)
+    if w.synth.sizing:
+        samples += disk_iops_samples(n * speedup, t0, wc)
+    for h in w.synth.vdi_hosts:  # idle: the 2007 storm does not use them
+        samples += [
+            Sample("vcenter", h, metric, "%", t0 + t, 2.0)
+            for t in range(-60, int(WINDOW_S), 20)
+            for metric in ("cpu_pct", "mem_usage_pct")
+        ]
     clients = {}
     for i in range(1, n + 1):
         name = f"optiplex-{i:03d}"
@@ -442,6 +483,8 @@ def make_run(
     first configuration)."""
     plan = "boot_storm" if group_sizes else "copy_reboot"
     run = _run(root, run_id, plan, configurations[0], started_wall)
+    if synth is not None and synth.sizing:
+        atomic_write_text(run.path / "inventory.resolved.yaml", json.dumps(SIZING_LAB))  # JSON is YAML
     w = Writer(run, allure, synth or Synth(), seed)
     for cfg in configurations:
         for n in group_sizes:

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from labctl.criteria import evaluate, parse_criteria
+from labctl.records.run_record import CellSummary, ClientOutcome, Outcome
 from labctl.records.samples import Sample
 from labctl.records.series import SeriesStore
 from labctl.report import charts
@@ -92,8 +93,18 @@ def test_evidence_charts_render() -> None:
     st = SeriesStore()
     for i, q in enumerate([1.0, 5.0, 30.0, 40.0, 2.0]):
         st.add("c", Sample("typeperf", "pvs-01/D:", "disk_queue_len", "requests", 100.0 + 5 * i, q))
-    for n in range(1, 4):
+    for n in range(1, 4):  # the per-client values, one sample each: the chart draws bars
         st.add("c", Sample("pvs", f"optiplex-00{n}", "boot_time_s", "s", 200.0, 30.0 + 20 * n))
+    clients = {
+        f"optiplex-00{n}": ClientOutcome(
+            name=f"optiplex-00{n}",
+            role="storm",
+            outcome="ready",
+            boot_time_s=30.0 + 20 * n if n < 4 else None,
+        )
+        for n in range(1, 5)
+    }
+    summary = CellSummary(cell="c", plan="p", scenario="p", outcome=Outcome.PASS, clients=clients)
     cf = parse_criteria(
         {
             "criteria": [
@@ -105,22 +116,15 @@ def test_evidence_charts_render() -> None:
                 },
                 {
                     "name": "boot",
-                    "select": {"metric": "boot_time_s"},
-                    "statistic": "last",
-                    "expect": "clients",
+                    "select": {"result": "boot_time_s", "role": "storm"},
                     "pass": {"max": 60},
                     "marginal": {"max": 80},
                 },
             ]
         }
     )
-    v = evaluate(
-        cf,
-        st,
-        cell="c",
-        expected={"clients": ["optiplex-001", "optiplex-002", "optiplex-003", "optiplex-004"]},
-    )
-    for r in v.results:
+    v = evaluate(cf, st, summary)
+    for r in v.criteria:
         fig = charts.evidence(r, st.series(cell="c", metric=r.selector.split("/")[-1]))
         assert charts.png(fig)[:8] == b"\x89PNG\r\n\x1a\n"
         svg = charts.svg(fig)

@@ -255,9 +255,12 @@ def make_run(
     write_cache_spindles: int = 4,
     group_sizes: tuple[int, ...] = GROUP_SIZES,
     faults: dict[str, str] | None = None,
+    profile: str | None = None,
+    window_s: float = WINDOW_S,
 ) -> Path:
     """Write a boot-storm run folder into ``results``; returns its path. ``night`` moves its start by
-    days (run ids sort by it); ``seed`` draws its noise."""
+    days (run ids sort by it); ``seed`` draws its noise; ``profile`` and ``window_s`` are recorded
+    in run.json as the plugin records them (the figures are drawn the same)."""
     rng = random.Random(seed)
     wall = WALL0 + night * DAY_S + seed % 3600
     lab_t = T0 + night * DAY_S
@@ -289,7 +292,21 @@ def make_run(
     info = RunInfo(
         run_id=run_id,
         plan="boot_storm",
-        parameters={"group_sizes": list(group_sizes), "window_s": WINDOW_S},
+        parameters=(
+            {"group_sizes": list(group_sizes), "window_s": window_s}
+            if profile is None
+            else {
+                "profile": profile,
+                "plans": {
+                    "boot_storm": {
+                        "profile": profile,
+                        "source": "testplans/boot_storm.params.yaml",
+                        "values": {"group_sizes": list(group_sizes), "window_s": window_s},
+                    }
+                },
+                "pytest_args": ["--profile", profile],
+            }
+        ),
         lab=lab,
         configuration="standalone",
         inventory_file="/labs/sim-2007.yaml",

@@ -7,6 +7,7 @@ timing differences must stay inside the noise the comparison allows.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -31,10 +32,16 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_same_quick_plan_twice_is_not_a_regression(tmp_path: Path) -> None:
+    """Also: `labctl run` writes the run into the embedded store by default (no --store, no
+    import), with its profile; the second run, given a store that is down, keeps its folder and
+    verdicts, passes, and names the import that adds it later."""
     lab = make_test_lab(tmp_path, clients=5)
     folders: list[Path] = []
-    for _ in range(2):
-        proc = _run(tmp_path, "run", "boot_storm", "--profile", "quick", "--no-report", "--lab", str(lab))
+    dead_store = ["--store", "postgresql://nobody@127.0.0.1:9/none"]  # nothing listens on port 9
+    for extra in ([], dead_store):
+        proc = _run(
+            tmp_path, "run", "boot_storm", "--profile", "quick", "--no-report", "--lab", str(lab), *extra
+        )
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         folders = sorted(p for p in (tmp_path / "results").iterdir() if (p / "run.json").exists())
         try:
@@ -44,6 +51,14 @@ def test_the_same_quick_plan_twice_is_not_a_regression(tmp_path: Path) -> None:
         if not data.records:
             pytest.skip(f"the runner does not write typed cell summaries yet: {data.skipped}")
     a, b = folders
+    said = proc.stdout + proc.stderr  # the second run's
+    assert f"labctl runs import {b.name}" in said and said.count("results store postgresql://") <= 3
+    assert {r.outcome.value for r in read_run_folder(b).records.values()} == {"pass"}
+    proc = _run(tmp_path, "runs", "--json")
+    assert proc.returncode == 0, proc.stderr
+    stored = json.loads(proc.stdout)
+    assert [r["run_id"] for r in stored] == [a.name] and stored[0]["profile"] == "quick"
+    assert stored[0]["outcome"] == "passed" and stored[0]["cells"] >= 1
     proc = _run(tmp_path, "compare", b.name, a.name, "--history", "0", "--all")
     print(proc.stdout)  # the A/A comparison, for the note
     assert proc.returncode == 0, proc.stdout + proc.stderr

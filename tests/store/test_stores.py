@@ -11,7 +11,7 @@ import pytest
 
 from labctl.errors import BadInputError
 from labctl.records.run_record import Outcome, RunOutcome
-from labctl.store import BaselineSet, ResultsStore, StoreSink, import_run, open_store
+from labctl.store import BaselineSet, ResultsStore, StoreError, StoreSink, import_run, open_store
 from labctl.store.folder import read_run_folder
 from labctl.store.schema import RUN_TABLES
 from tests.store.runs import cell_id, make_run
@@ -189,3 +189,81 @@ def test_cell_outcomes_survive_the_round_trip(store: ResultsStore, tmp_path: Pat
         [run_id, cell_id(25)],
     ).rows[0]
     assert cov[0] < 0.6 and cov[1] == 1
+
+
+def test_a_store_that_fails_mid_run_costs_the_run_nothing_and_gets_it_whole_at_the_end(
+    tmp_path: Path,
+) -> None:
+    folder = make_run(tmp_path / "results", seed=7)
+    data = read_run_folder(folder)
+    root = tmp_path / "store"
+    root.mkdir()
+    (root / "runs").write_text("not a folder")  # every write of a run fails (the disk, the server ...)
+    said: list[str] = []
+    sink = StoreSink(open_store(f"duckdb:{root}"), data.info, folder, say=said.append)
+    for record in data.records.values():
+        sink.cell_finished(record)  # never raises into the runner
+    assert sink.failed is not None and len(said) == 1 and "kept" in said[0]
+    (root / "runs").unlink()  # the store is back when the run ends: the whole folder goes in
+    sink.run_finished(data.info)
+    assert [c.cell for c in sink.store.cells(data.info.run_id)] == list(data.records)
+    assert "imported whole" in said[-1]
+
+
+def test_a_store_that_stays_down_names_the_import_that_adds_the_run_later(tmp_path: Path) -> None:
+    folder = make_run(tmp_path / "results", seed=8, group_sizes=(5,))
+    data = read_run_folder(folder)
+    said: list[str] = []
+    store = open_store("postgresql://nobody@127.0.0.1:9/none")  # nothing listens on port 9
+    sink = StoreSink(store, data.info, folder, say=said.append)
+    sink.cell_finished(next(iter(data.records.values())))
+    with pytest.raises(StoreError, match=f"labctl runs import {data.info.run_id}"):
+        sink.run_finished(data.info)
+    assert len(said) == 2 and f"labctl runs import {data.info.run_id}" in said[-1]
+
+
+def test_histories_and_trends_are_per_kind(store: ResultsStore, tmp_path: Path) -> None:
+    from labctl.store.history import allure_history_from_store, night_history
+
+    quick = [make_run(tmp_path, seed=s, night=s, profile="quick", group_sizes=(5,)) for s in (1, 2, 3)]
+    full = [
+        make_run(tmp_path, seed=s, night=s, profile="full", window_s=600, group_sizes=(5,)) for s in (4, 5)
+    ]
+    for f in quick + full:
+        import_run(store, f)
+    q_key = read_run_folder(quick[0]).figures().kind.key
+    f_key = read_run_folder(full[0]).figures().kind.key
+    assert q_key != f_key
+    assert {r.params_key for r in store.runs(profile="quick")} == {q_key}
+    later = datetime(2030, 1, 1)
+    assert [rid for rid, _ in store.figure_history("sim-2007", "boot_storm", before=later, runs=30)] == [
+        p.name for p in quick + full
+    ]
+    hist = store.figure_history("sim-2007", "boot_storm", before=later, runs=30, params_key=f_key)
+    assert [rid for rid, _ in hist] == [p.name for p in full]
+    nights = night_history(store, "sim-2007", "boot_storm", params_key=q_key)
+    assert [f.run_id for f, _ in nights] == [p.name for p in quick]
+    assert all(f.kind.profile == "quick" for f, _ in nights)
+    lines = allure_history_from_store(
+        store, "sim-2007", "boot_storm", params_key=f_key, out=tmp_path / "h.jsonl"
+    )
+    assert len(lines.read_text().splitlines()) == len(full)
+
+
+def test_a_postgresql_store_made_before_the_new_columns_gets_them(pg_dsn: str, tmp_path: Path) -> None:
+    import psycopg
+
+    from labctl.store.postgres import PostgresStore
+    from labctl.store.schema import statements
+
+    with psycopg.connect(pg_dsn, autocommit=True, connect_timeout=10) as raw:  # yesterday's schema
+        for stmt in statements():
+            raw.execute(stmt.encode())
+        for table, col in (("runs", "profile"), ("runs", "params_key"), ("baselines", "parameters_json")):
+            raw.execute(f"ALTER TABLE {table} DROP COLUMN {col}".encode())
+    store = PostgresStore(pg_dsn)
+    try:
+        run_id = import_run(store, make_run(tmp_path, seed=3, profile="quick", group_sizes=(5,))).run_id
+        assert store.sql("SELECT profile FROM runs WHERE run_id = ?", [run_id]).rows == [("quick",)]
+    finally:
+        store.close()

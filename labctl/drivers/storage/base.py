@@ -35,9 +35,21 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from labctl.drivers.readings import Reading
 from labctl.inventory.model import StorageArray
+
+
+def aware_epoch(text: str) -> float:
+    """An array's ISO 8601 timestamp (``...Z`` or ``...+01:00``) as epoch seconds. One without a zone
+    is refused: taking it for the controller's own local time (what ``datetime.timestamp()`` does
+    with a naive value) or for UTC would be a guess."""
+    stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if stamp.tzinfo is None:
+        raise ValueError(f"timestamp {text!r} carries no zone: it cannot be placed in UTC")
+    return stamp.timestamp()
+
 
 BLOCK_BYTES = 512
 MB = 1e6  # throughput in MB/s, decimal, as the arrays' own tools print it

@@ -16,10 +16,12 @@ DotZero24/pysnmp-mibs give them):
   consistent reading: delta(counter) / delta(uptime), and the latency of a read is
   delta(ReadLatency) / delta(ReadOpCount), as SAN HQ computes them. The volumes of one poll are
   reported at the poll's last uptime, so the array's totals add up every volume of the poll.
-- EQLDISK-MIB ``eqlDiskStatusTable`` per disk (.1 Xfers, .2 BytesRead, .3 BytesWritten, .4
-  BusyTime; the MIB gives BusyTime no unit: milliseconds assumed) summed per drive class
-  (``eqlDiskTypeEnum`` SSD or not, ``eqlDiskRPM``): the tiers of a hybrid member (PS6010XVS: SSD and
-  15K SAS).
+- EQLDISK-MIB ``eqlDiskStatusTable`` per disk (.1 Xfers; .2 BytesRead and .3 BytesWritten, which
+  the MIB counts in **Mbytes** despite their names, "total number of Mbytes read", Centreon's
+  EqualLogic plugin multiplies them by 1024 * 1024; .4 BusyTime in **seconds**, "total time in
+  seconds spent busy") summed per drive class (``eqlDiskTypeEnum`` SSD or not, ``eqlDiskRPM``: 1
+  is non-rotating media): the tiers of a hybrid member (PS6010XVS: SSD and 15K SAS). Every column's
+  unit is in ``COLUMN_UNITS``, which ``tests/conformance/snmp`` checks against the MIB's text.
 - EQLMEMBER-MIB: name, model, firmware (``eqlMemberControllerMajor/Minor/MaintenanceVersion``),
   ``eqlMemberDateAndTime`` (the member's clock), number of controllers; EQLCONTROLLER-MIB
   ``eqlControllerPrimaryOrSecondary``: the primary control module is active, the secondary standby,
@@ -87,8 +89,27 @@ STATS_COLUMNS = {
     8: "reads",
     9: "writes",
 }
+DISK_STATUS_COLUMNS = {1: "xfers", 2: "read_mb", 3: "written_mb", 4: "busy_s"}
+DISK_MB = (
+    1024 * 1024
+)  # eqlDiskStatusBytesRead/Written count Mbytes (EQLDISK-MIB), binary as Centreon reads them
 SSD_TYPES = {3, 4, 6}  # eqlDiskTypeEnum: sata-ssd, sas-ssd, sas-sed-ssd
+SSD_RPM = 1  # eqlDiskRPM: "if 1, disk is non-rotating media - SSD"
 RPM_TIER = {15000: "15k", 10000: "10k", 7200: "nl", 5400: "nl"}
+# The unit this driver reads each column in, as the MIB defines it (UNITS clause or DESCRIPTION);
+# the conformance suite compiles the vendor's MIBs and checks every row of this table.
+COLUMN_UNITS: dict[tuple[int, ...], tuple[str, str]] = {
+    (*VOLUME_STATS, 3): ("eqliscsiVolumeStatsTxData", "octets"),
+    (*VOLUME_STATS, 4): ("eqliscsiVolumeStatsRxData", "octets"),
+    (*VOLUME_STATS, 6): ("eqliscsiVolumeStatsReadLatency", "ms"),
+    (*VOLUME_STATS, 7): ("eqliscsiVolumeStatsWriteLatency", "ms"),
+    (*VOLUME_STATS, 8): ("eqliscsiVolumeStatsReadOpCount", "operations"),
+    (*VOLUME_STATS, 9): ("eqliscsiVolumeStatsWriteOpCount", "operations"),
+    (*DISK_STATUS, 1): ("eqlDiskStatusXfers", "transfers"),
+    (*DISK_STATUS, 2): ("eqlDiskStatusBytesRead", "Mbytes"),
+    (*DISK_STATUS, 3): ("eqlDiskStatusBytesWritten", "Mbytes"),
+    (*DISK_STATUS, 4): ("eqlDiskStatusBusyTime", "s"),
+}
 AUTH = {"sha": usmHMACSHAAuthProtocol, "md5": usmHMACMD5AuthProtocol, "sha256": usmHMAC192SHA256AuthProtocol}
 PRIV = {"aes": usmAesCfb128Protocol, "des": usmDESPrivProtocol, "none": usmNoPrivProtocol}
 CONTROLLER_NAMES = ("cm0", "cm1")
@@ -326,7 +347,9 @@ class EqualLogicDriver(StorageDriver):
         rpms = self._walk((*DISK, 13), "list disks")
         # a walk keys rows by the OID after its base: (group, member, disk) for one column
         self._disks = {
-            idx: "ssd" if int(v) in SSD_TYPES else RPM_TIER.get(int(rpms.get(idx, 0)), "hdd")
+            idx: "ssd"
+            if int(v) in SSD_TYPES or int(rpms.get(idx, 0)) == SSD_RPM
+            else RPM_TIER.get(int(rpms.get(idx, 0)), "hdd")
             for idx, v in types.items()
         }
         clock = self._get([SYS_UPTIME, (*MEMBER, 2, *self.member)], "read the member's clock")
@@ -435,9 +458,9 @@ class EqualLogicDriver(StorageDriver):
                     ts=ts,
                     interval_s=dt,
                     iops=d[0] / dt,
-                    read_mb_s=d[1] / dt / MB,
-                    write_mb_s=d[2] / dt / MB,
-                    busy_pct=100.0 * d[3] / 1000.0 / dt / drives[tier],
+                    read_mb_s=d[1] * DISK_MB / dt / MB,
+                    write_mb_s=d[2] * DISK_MB / dt / MB,
+                    busy_pct=100.0 * d[3] / dt / drives[tier],  # BusyTime counts seconds
                 )
             )
         return out

@@ -12,15 +12,20 @@ Shapes as gopowerstore (``api/api.go``, ``metrics.go``, ``metrics_types.go``) an
   ``avg_*_latency`` microseconds, ``avg_*_size`` bytes; a sample with ``repeat_count`` n stands for n
   identical periods, the first ending at its ``timestamp``. Rolled-up intervals (``Five_Mins``) carry
   the period's averages as ``avg_read_iops`` etc.
+- collections (``GET /volume``, ``/node``, ...) answer at most ``limit`` objects (100 when none is
+  given): a partial answer is ``206 Partial Content`` with ``Content-Range: first-last/total``, and
+  the rest is read with ``offset`` / ``limit`` (at most 2,000), as PyPowerStore's client does
+  (``client.py``: ``all_pages``; ``constants.py``: ``OFFSET``, ``MAX_LIMIT``). The driver took 206
+  for an error before: an appliance with more than 100 volumes could not be listed at all.
 - controllers: nodes (``/node``) and their hardware state (``/hardware?type=eq.Node``:
   ``lifecycle_state`` Healthy / Failed), with ``performance_metrics_by_node`` for their IOPS.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 import requests
@@ -33,6 +38,7 @@ from labctl.drivers.storage.base import (
     ControllerMetrics,
     MetricBatch,
     VolumeMetrics,
+    aware_epoch,
 )
 from labctl.drivers.storage.rest import RestDriver, RestSession, StorageApiError
 from labctl.inventory.model import StorageArray
@@ -41,6 +47,9 @@ TOKEN_HEADER = "DELL-EMC-TOKEN"
 VOLUME_ENTITY = "performance_metrics_by_volume"
 APPLIANCE_ENTITY = "performance_metrics_by_appliance"
 NODE_ENTITY = "performance_metrics_by_node"
+MAX_LIMIT = 2000  # the most objects one collection request may ask for (limit=)
+MAX_PAGES = 1000  # a bound on the requests for one collection
+CONTENT_RANGE = re.compile(r"^\s*(\d+)-(\d+)/(\d+)\s*$")
 INTERVALS_S = {"Twenty_Sec": 20.0, "Five_Mins": 300.0, "One_Hour": 3600.0, "One_Day": 86400.0}
 NEEDED_FIELDS = (
     "read_iops",
@@ -68,8 +77,8 @@ def error_message(resp: requests.Response) -> str:
 
 
 def powerstore_time(text: str) -> float:
-    """``2020-05-11T07:40:20Z`` (or with an offset / fraction) -> epoch seconds."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    """``2020-05-11T07:40:20Z`` (or with an offset / fraction) -> epoch seconds. (refused without a zone)"""
+    return aware_epoch(text)
 
 
 def sample_metrics(volume: str, s: dict[str, Any], interval_s: float) -> list[VolumeMetrics]:
@@ -151,8 +160,32 @@ class PowerStoreDriver(RestDriver):
             self.http.send("POST", "/logout", "log out")
 
     def _get(self, path: str, action: str, params: dict[str, str] | None = None) -> list[dict[str, Any]]:
-        data = self.http.call("GET", path, action, params=params)
-        return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
+        """Every object of a collection: pages of ``MAX_LIMIT`` while the array answers 206."""
+        out: list[dict[str, Any]] = []
+        offset = 0
+        for _ in range(MAX_PAGES):
+            query = {**(params or {}), "limit": str(MAX_LIMIT), "offset": str(offset)}
+            step = f"{action} (from {offset})" if offset else action
+            resp = self.http.request("GET", path, step, params=query)
+            if resp.status_code not in (200, 206):
+                raise self.http.status_error(step, resp)
+            body = self.http.json(resp, step) if resp.content else []
+            if isinstance(body, list):
+                out.extend(d for d in body if isinstance(d, dict))
+            if resp.status_code != 206:
+                break
+            m = CONTENT_RANGE.match(resp.headers.get("Content-Range", ""))
+            if m is None:
+                raise PowerStoreError(
+                    self.endpoint,
+                    step,
+                    f"206 Partial Content without a Content-Range ({resp.headers.get('Content-Range')!r})",
+                )
+            last, total = int(m.group(2)), int(m.group(3))
+            if last + 1 >= total or last + 1 <= offset:
+                break
+            offset = last + 1
+        return out
 
     def _generate(self, entity: str, entity_id: str, interval: str | None = None) -> list[dict[str, Any]]:
         body = {"entity": entity, "entity_id": entity_id, "interval": interval or self.interval}

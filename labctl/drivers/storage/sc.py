@@ -11,8 +11,11 @@ them:
   ``providerVersion``) and a ``JSESSIONID`` cookie; a 401 later means the session ended: one fresh
   login and one retry;
 - the Storage Center: ``ApiConnection/ApiConnection/{id}/StorageCenterList``; volumes:
-  ``StorageCenter/StorageCenter/{ssn}/VolumeList``; controllers: ``.../ControllerList``
-  (``status`` Up / Down, ``leader``);
+  ``POST StorageCenter/ScVolume/GetList`` with a ``PayloadFilter`` on ``scSerialNumber`` (what
+  Cinder's ``storagecenter_api.py`` and telegraf's ``dellstoragecenter`` call; the driver used
+  ``GET .../StorageCenter/{ssn}/VolumeList`` before, which no published client or recording shows);
+  controllers: ``.../ControllerList`` (``status`` Up / Down, ``leader``; unverified, see
+  docs/conformance.md);
 - metrics: ``POST StorageCenter/ScVolume/{id}/GetHistoricalIoUsage`` with a ``HistoricalFilter``
   (``StartTime``, ``UseCurrent``) answers ``ScVolumeIoUsage`` samples: ``readIops`` / ``writeIops``
   per second, ``readKbPerSecond`` / ``writeKbPerSecond`` in KiB/s, ``averageKbPerIo`` KiB,
@@ -38,6 +41,7 @@ from labctl.drivers.storage.base import (
     ControllerMetrics,
     MetricBatch,
     VolumeMetrics,
+    aware_epoch,
 )
 from labctl.drivers.storage.rest import RestDriver, RestSession, StorageApiError
 from labctl.inventory.model import StorageArray
@@ -69,8 +73,8 @@ def error_message(resp: requests.Response) -> str:
 
 
 def sc_time(text: str) -> float:
-    """``2018-05-14T10:05:00-05:00`` (or ``Z``) -> epoch seconds."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    """``2018-05-14T10:05:00-05:00`` (or ``Z``) -> epoch seconds. (refused without a zone)"""
+    return aware_epoch(text)
 
 
 def usage_metrics(volume: str, u: dict[str, Any], default_interval_s: float) -> VolumeMetrics:
@@ -199,8 +203,15 @@ class ScDriver(RestDriver):
         return [f for f in NEEDED_FIELDS if got and f not in got[-1]]
 
     def volume_names(self) -> dict[str, str]:
-        ssn = self.storage_center().get("instanceId")
-        vols = self._get(f"/StorageCenter/StorageCenter/{ssn}/VolumeList", "list volumes") or []
+        ssn = self.storage_center().get("scSerialNumber", self.storage_center().get("instanceId"))
+        flt = {
+            "filterType": "AND",
+            "filters": [{"attributeName": "scSerialNumber", "attributeValue": ssn, "filterType": "Equals"}],
+        }
+        vols = (
+            self.http.call("POST", "/StorageCenter/ScVolume/GetList", "list volumes", json={"filter": flt})
+            or []
+        )
         self._volumes = {
             str(v["instanceId"]): str(v.get("name") or v["instanceId"]) for v in vols if isinstance(v, dict)
         }

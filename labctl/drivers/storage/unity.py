@@ -8,6 +8,10 @@
   paths and an interval; results are read from ``/api/types/metricQueryResult/instances?filter=
   queryId eq N`` (values per SP per LUN id, as strings); the query is deleted on stop.
   IOPS, MB/s and latency are computed from counter deltas between consecutive timestamps.
+- Collections come in pages (``per_page``, at most 2,000; the answer's ``links`` hold ``rel: next``
+  ``href: &page=N`` while more follow): every collection read follows them, as storops does. A real
+  array's metric catalogue is about 2,400 entries, two pages (storops' recorded ``metric``
+  collection): read as one page, the preflight called counters missing that the array has.
 - TLS is verified unless the inventory marks the array insecure; ``verify`` is passed on every
   request so $REQUESTS_CA_BUNDLE cannot override it, and the session ignores proxy/.netrc
   settings from the environment. Every call has a timeout; 503 backs off honouring Retry-After.
@@ -15,9 +19,9 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 import requests
@@ -29,6 +33,7 @@ from labctl.drivers.storage.base import (
     LunCounters,
     MetricBatch,
     RateTracker,
+    aware_epoch,
 )
 from labctl.drivers.storage.rest import RestDriver, RestSession, StorageApiError
 from labctl.inventory.model import StorageArray
@@ -41,7 +46,19 @@ COUNTER_PATHS = {
     LUN_PREFIX + "writeBlocks": "write_blocks",
     LUN_PREFIX + "totalIoTime": "total_io_time_us",
 }
+# The unit the driver reads each counter in, as the array's catalogue names it (unitDisplayString;
+# storops' recording of a real catalogue: reads/writes "Counts", *Blocks "Blocks" of 512 bytes,
+# totalIoTime "uSecs"); missing_metrics reports a counter the array defines in another unit.
+COUNTER_UNITS = {
+    LUN_PREFIX + "reads": "Counts",
+    LUN_PREFIX + "writes": "Counts",
+    LUN_PREFIX + "readBlocks": "Blocks",
+    LUN_PREFIX + "writeBlocks": "Blocks",
+    LUN_PREFIX + "totalIoTime": "uSecs",
+}
 CSRF_HEADER = "EMC-CSRF-TOKEN"
+PER_PAGE = 2000  # Unity's largest page
+MAX_PAGES = 1000  # a bound on a collection's pages (2 million entries), against a looping next link
 
 
 class UnityError(StorageApiError):
@@ -49,8 +66,18 @@ class UnityError(StorageApiError):
 
 
 def unity_time(text: str) -> float:
-    """``2016-11-15T08:30:00.000Z`` -> epoch seconds."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    """``2016-11-15T08:30:00.000Z`` -> epoch seconds. (refused without a zone)"""
+    return aware_epoch(text)
+
+
+def next_page(data: dict[str, Any]) -> int | None:
+    """The page number of a collection answer's ``next`` link (``&page=2``), None on the last page."""
+    for link in data.get("links") or []:
+        if isinstance(link, dict) and link.get("rel") == "next":
+            m = re.search(r"[?&]page=(\d+)", str(link.get("href", "")))
+            if m:
+                return int(m.group(1))
+    return None
 
 
 def error_message(resp: requests.Response) -> str:
@@ -115,6 +142,21 @@ class UnityDriver(RestDriver):
         data = self.http.call("GET", path, action, params=params)
         return data if isinstance(data, dict) else {}
 
+    def _get_all(self, path: str, action: str, params: dict[str, str] | None = None) -> dict[str, Any]:
+        """A collection with the entries of every page (the first page's other keys)."""
+        query = {**(params or {}), "per_page": str(PER_PAGE)}
+        first = self._get_json(path, action, query)
+        entries = list(first.get("entries") or [])
+        page, data = 1, first
+        for _ in range(MAX_PAGES):
+            nxt = next_page(data)
+            if nxt is None or nxt <= page:
+                break
+            page = nxt
+            data = self._get_json(path, f"{action} (page {page})", {**query, "page": str(page)})
+            entries.extend(data.get("entries") or [])
+        return {**first, "entries": entries}
+
     # --- what the array is ----------------------------------------------------------------------
     def info(self) -> ArrayInfo:
         data = self._get_json(
@@ -132,24 +174,48 @@ class UnityDriver(RestDriver):
         )
 
     def metric_catalog(self) -> dict[str, dict[str, Any]]:
-        data = self._get_json(
+        data = self._get_all(
             "/api/types/metric/instances",
             "read the metric catalog",
-            {"fields": "id,path,isRealtimeAvailable", "per_page": "2000"},
+            {"fields": "id,path,isRealtimeAvailable,unitDisplayString"},
         )
-        return {
-            str(e["content"]["path"]): e["content"]
-            for e in data.get("entries") or []
-            if "path" in e.get("content", {})
-        }
+        # A real catalogue lists some paths twice, once historical and once real-time, under two ids
+        # (kpi.sp.+.utilization is 1 and 1000): a path is real-time when any of its entries is.
+        out: dict[str, dict[str, Any]] = {}
+        for e in data.get("entries") or []:
+            c = e.get("content", {})
+            if "path" not in c:
+                continue
+            path = str(c["path"])
+            seen = out.get(path)
+            out[path] = (
+                {**c, "isRealtimeAvailable": bool(c.get("isRealtimeAvailable"))}
+                if seen is None
+                else {
+                    **seen,
+                    "isRealtimeAvailable": bool(
+                        seen.get("isRealtimeAvailable") or c.get("isRealtimeAvailable")
+                    ),
+                }
+            )
+        return out
 
     def missing_metrics(self) -> list[str]:
+        """Counters the array does not offer in real time, or defines in another unit than we read."""
         catalog = self.metric_catalog()
-        return [p for p in COUNTER_PATHS if not (catalog.get(p) or {}).get("isRealtimeAvailable")]
+        out = []
+        for p in COUNTER_PATHS:
+            m = catalog.get(p) or {}
+            unit = m.get("unitDisplayString")
+            if not m.get("isRealtimeAvailable"):
+                out.append(p)
+            elif unit is not None and unit != COUNTER_UNITS[p]:
+                out.append(f"{p} (the array counts {unit}, the driver reads {COUNTER_UNITS[p]})")
+        return out
 
     def volume_names(self) -> dict[str, str]:
         """LUN id (``sv_1``) -> name, as metric values are keyed by id."""
-        data = self._get_json("/api/types/lun/instances", "list LUNs", {"fields": "id,name"})
+        data = self._get_all("/api/types/lun/instances", "list LUNs", {"fields": "id,name"})
         names = {}
         for e in data.get("entries") or []:
             c = e.get("content", {})
@@ -160,7 +226,7 @@ class UnityDriver(RestDriver):
 
     def storage_processors(self) -> list[ControllerMetrics]:
         """Each SP's state from its health (``storageProcessor`` instances), stamped with the array's time."""
-        data = self._get_json(
+        data = self._get_all(
             "/api/types/storageProcessor/instances", "list storage processors", {"fields": "id,name,health"}
         )
         ts = unity_time(str(data["updated"])) if data.get("updated") else time.time()
@@ -218,7 +284,7 @@ class UnityDriver(RestDriver):
             "GET",
             "/api/types/metricQueryResult/instances",
             action,
-            params={"filter": f"queryId eq {self._query_id}", "per_page": "2000"},
+            params={"filter": f"queryId eq {self._query_id}", "per_page": str(PER_PAGE)},
         )
         if resp.status_code == 404 or (
             resp.status_code in (400, 422) and "query id" in error_message(resp).lower()
@@ -230,7 +296,20 @@ class UnityDriver(RestDriver):
         if resp.status_code != 200:
             raise self.http.status_error(action, resp)
         data = self.http.json(resp, action)
-        return self._parse_results(data if isinstance(data, dict) else {})
+        data = data if isinstance(data, dict) else {}
+        page, entries = 1, list(data.get("entries") or [])
+        for _ in range(MAX_PAGES):  # a long query's results span pages too
+            nxt = next_page(data)
+            if nxt is None or nxt <= page:
+                break
+            page = nxt
+            data = self._get_json(
+                "/api/types/metricQueryResult/instances",
+                f"{action} (page {page})",
+                {"filter": f"queryId eq {self._query_id}", "per_page": str(PER_PAGE), "page": str(page)},
+            )
+            entries.extend(data.get("entries") or [])
+        return self._parse_results({"entries": entries})
 
     def _parse_results(self, data: dict[str, Any]) -> list[LunCounters]:
         """Complete readings (every counter path present) newer than the newest already returned.

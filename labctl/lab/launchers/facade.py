@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 from labctl.errors import BadInputError, EndpointError
 from labctl.inventory.vdi import Launcher
+from labctl.lab.context import HasContext, LabContext, context_of
 from labctl.lab.launchers.backend import LauncherBackend
-from labctl.lab.launchers.model import OperationTime, Refusal, SessionEvent
+from labctl.lab.launchers.model import LogonWaterfall, OperationTime, Refusal, SessionEvent
 from labctl.lab.launchers.registry import backend_for
-from labctl.lab.session import LabSession
 
 MAX_PARALLEL = 16  # launcher machines called at once
 
@@ -33,17 +33,18 @@ class Poll:
 
     sessions: list[SessionEvent] = field(default_factory=list)
     operations: list[OperationTime] = field(default_factory=list)
+    logons: list[LogonWaterfall] = field(default_factory=list)  # from launchers that time logons
     errors: dict[str, str] = field(default_factory=dict)  # launcher -> why it could not be read
 
 
 class Launchers:
-    def __init__(self, session: LabSession, launchers: Sequence[Launcher]):
+    def __init__(self, ctx: LabContext, launchers: Sequence[Launcher]):
         if not launchers:
             raise BadInputError(
-                f"lab {session.lab.name}: no session launchers for this pool "
+                f"lab {ctx.lab.name}: no session launchers for this pool "
                 "(add vdi.launchers to the inventory, see docs/session-launchers.md)"
             )
-        self.s = session
+        self.ctx = ctx
         self.launchers = {ln.name: ln for ln in launchers}
         self._backends: dict[str, LauncherBackend] = {}
         self.cursor: dict[str, int] = {}
@@ -56,7 +57,7 @@ class Launchers:
 
     def backend(self, launcher: Launcher) -> LauncherBackend:
         if launcher.kind not in self._backends:
-            self._backends[launcher.kind] = backend_for(launcher.kind, self.s)
+            self._backends[launcher.kind] = backend_for(launcher.kind, self.ctx)
         return self._backends[launcher.kind]
 
     @property
@@ -106,7 +107,7 @@ class Launchers:
                 with self._locks[name]:
                     got = self.backend(ln).start(ln, mine, workload)
             except EndpointError as exc:
-                now = self.s.clock.now()
+                now = self.ctx.clock.now()
                 got = [Refusal(name, d, u, str(exc), now) for d, u in mine]
             with lock:
                 for r in got:
@@ -135,6 +136,7 @@ class Launchers:
                 self.cursor[ln.name] = batch.cursor
                 out.sessions.extend(batch.sessions)
                 out.operations.extend(batch.operations)
+                out.logons.extend(batch.logons)
 
         list(self._pool.map(one, self.launchers.values()))
         out.sessions.sort(key=lambda e: e.ts)
@@ -171,8 +173,10 @@ class Launchers:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def open_launchers(session: LabSession, pool: str | None = None) -> Launchers:
-    """The lab's launchers (of ``pool`` when given: those whose users log on to it)."""
-    vdi = session.lab.vdi
+def open_launchers(lab: LabContext | HasContext, pool: str | None = None) -> Launchers:
+    """The lab's launchers (of ``pool`` when given: those whose users log on to it), over the lab
+    context (or the one a session carries)."""
+    ctx = context_of(lab)
+    vdi = ctx.lab.vdi
     launchers = [ln for ln in (vdi.launchers if vdi is not None else ()) if pool is None or ln.pool == pool]
-    return Launchers(session, launchers)
+    return Launchers(ctx, launchers)

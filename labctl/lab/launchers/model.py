@@ -52,6 +52,31 @@ class OperationTime:
 
 
 @dataclass(frozen=True)
+class LogonPhase:
+    """One phase of a logon (brokering ... first_operation, unaccounted); unmeasured says why."""
+
+    name: str
+    measured: bool
+    duration_s: float | None = None
+    start_ts: float | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class LogonWaterfall:
+    """A session's logon, phase by phase, from its launch to its first workload operation."""
+
+    launcher: str
+    session: str
+    desktop: str
+    user: str
+    connector: str
+    launch_ts: float
+    total_s: float
+    phases: tuple[LogonPhase, ...]
+
+
+@dataclass(frozen=True)
 class EventBatch:
     """What one poll of one launcher returned: everything after the cursor, and the new cursor."""
 
@@ -59,3 +84,4 @@ class EventBatch:
     operations: tuple[OperationTime, ...]
     cursor: int
     ts: float  # the launcher's clock when it answered
+    logons: tuple[LogonWaterfall, ...] = ()  # launchers that time logons (labctl launcher) report these

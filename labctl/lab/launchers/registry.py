@@ -5,25 +5,25 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from labctl.errors import BadInputError
+from labctl.lab.context import LabContext
 from labctl.lab.launchers.backend import LauncherBackend
 from labctl.lab.launchers.ssh import SshLauncherBackend
-from labctl.lab.session import LabSession
 
 
-def _ssh(session: LabSession) -> LauncherBackend:
-    return SshLauncherBackend(session)
+def _ssh(ctx: LabContext) -> LauncherBackend:
+    return SshLauncherBackend(ctx)
 
 
-BACKENDS: dict[str, Callable[[LabSession], LauncherBackend]] = {
+BACKENDS: dict[str, Callable[[LabContext], LauncherBackend]] = {
     SshLauncherBackend.kind: _ssh,
 }
 
 
-def backend_for(kind: str, session: LabSession) -> LauncherBackend:
+def backend_for(kind: str, ctx: LabContext) -> LauncherBackend:
     make = BACKENDS.get(kind)
     if make is None:
         raise BadInputError(
             f"launcher kind {kind!r} has no backend (kinds: {', '.join(sorted(BACKENDS))}; "
             "set vdi.launchers[].kind, or add a backend in labctl/lab/launchers/registry.py)"
         )
-    return make(session)
+    return make(ctx)

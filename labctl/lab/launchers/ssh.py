@@ -15,9 +15,9 @@ from labctl.drivers.ssh import Shell, SshTarget
 from labctl.errors import EndpointError
 from labctl.inventory.model import HostKeyPolicy
 from labctl.inventory.vdi import Launcher
+from labctl.lab.context import LabContext
 from labctl.lab.launchers import wire
 from labctl.lab.launchers.model import EventBatch, Refusal, SessionEvent
-from labctl.lab.session import LabSession
 
 CALL_TIMEOUT_WALL_S = 60.0  # one protocol call; a start of hundreds of sessions returns at once
 
@@ -25,8 +25,8 @@ CALL_TIMEOUT_WALL_S = 60.0  # one protocol call; a start of hundreds of sessions
 class SshLauncherBackend:
     kind: ClassVar[str] = "ssh"
 
-    def __init__(self, session: LabSession):
-        self.s = session
+    def __init__(self, ctx: LabContext):
+        self.ctx = ctx
 
     def target(self, launcher: Launcher) -> SshTarget:
         a = launcher.access
@@ -46,12 +46,13 @@ class SshLauncherBackend:
             key_file_ref=a.key_file,
             host_key_policy=HostKeyPolicy(a.host_key_policy),
             known_hosts=a.known_hosts,
-            shell=Shell.CMD,
+            # labctl's PowerShell script runs under cmd.exe; `labctl launcher` under a POSIX shell.
+            shell=Shell.CMD if wire.is_powershell(a.script) else Shell.POSIX,
         )
 
     def _call(self, launcher: Launcher, verb: str, **args: str | Sequence[str] | int) -> str:
         script = launcher.access.script if launcher.access is not None else ""
-        res = self.s.ssh.run(
+        res = self.ctx.ssh.run(
             self.target(launcher),
             wire.command(script, verb, **args),
             timeout_s=CALL_TIMEOUT_WALL_S,

@@ -4,6 +4,11 @@ One command per call, run by the launcher machine's shell (cmd.exe under OpenSSH
 
     powershell -NoProfile -NonInteractive -ExecutionPolicy Bypass -File <script> <verb> [-Name value ...]
 
+or, where the launcher's ``script`` is not a ``.ps1`` file, that command itself (``labctl launcher``
+on a Linux or Windows launcher machine; a POSIX shell)::
+
+    labctl launcher [--config F] <verb> [-Name value ...]
+
 verbs: ``hello``; ``start -Workload W -Desktop d1,d2 -User u1,u2``; ``events -After N``;
 ``logoff -Session s1,s2``. The answer is JSON, one object per line on stdout (``event``: ``hello``,
 ``session``, ``refused``, ``operation``, ``cursor``), times in epoch seconds of the launcher's clock
@@ -15,11 +20,14 @@ docs/session-launchers.md is the full description; the simulator's far side
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
 from labctl.lab.launchers.model import (
     EventBatch,
+    LogonPhase,
+    LogonWaterfall,
     OperationTime,
     Refusal,
     SessionEvent,
@@ -34,8 +42,13 @@ class ProtocolError(ValueError):
     """The launcher answered something that is not the protocol (one line: what and where)."""
 
 
+def is_powershell(script: str) -> bool:
+    """A ``.ps1`` script runs under PowerShell (cmd.exe); anything else is a command line (POSIX)."""
+    return script.lower().endswith(".ps1")
+
+
 def command(script: str, verb: str, **args: str | Sequence[str] | int) -> list[str]:
-    argv = [*POWERSHELL, script, verb]
+    argv = [*POWERSHELL, script, verb] if is_powershell(script) else [*shlex.split(script), verb]
     for name, value in args.items():
         text = ",".join(value) if isinstance(value, list | tuple) else str(value)
         if "," in text and not isinstance(value, list | tuple):
@@ -108,9 +121,36 @@ def sessions(launcher: str, stdout: str) -> list[SessionEvent]:
     return [_session(launcher, o) for o in _objects(launcher, stdout) if o["event"] == "session"]
 
 
+def _logon(launcher: str, o: dict[str, Any]) -> LogonWaterfall:
+    try:
+        phases = tuple(
+            LogonPhase(
+                name=str(p["name"]),
+                measured=bool(p["measured"]),
+                duration_s=float(p["duration_s"]) if p.get("duration_s") is not None else None,
+                start_ts=float(p["start_ts"]) if p.get("start_ts") is not None else None,
+                why=str(p.get("why") or ""),
+            )
+            for p in o["phases"]
+        )
+        return LogonWaterfall(
+            launcher,
+            str(o["session"]),
+            str(o.get("desktop", "")),
+            str(o.get("user", "")),
+            str(o.get("connector", "")),
+            float(o["launch_ts"]),
+            float(o["total_s"]),
+            phases,
+        )
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ProtocolError(f"launcher {launcher}: a logon waterfall without a valid {exc}: {o}") from None
+
+
 def events(launcher: str, stdout: str, after: int) -> EventBatch:
     ses: list[SessionEvent] = []
     ops: list[OperationTime] = []
+    logons: list[LogonWaterfall] = []
     cursor, ts = after, 0.0
     for o in _objects(launcher, stdout):
         kind = o["event"]
@@ -130,10 +170,12 @@ def events(launcher: str, stdout: str, after: int) -> EventBatch:
                 )
             except (KeyError, ValueError, TypeError) as exc:
                 raise ProtocolError(f"launcher {launcher}: an operation without a valid {exc}: {o}") from None
+        elif kind == "logon":
+            logons.append(_logon(launcher, o))
         elif kind == "cursor":
             cursor, ts = int(o["seq"]), float(o["ts"])
     if ts == 0.0:
         raise ProtocolError(
             f"launcher {launcher}: its events answer ended without a `cursor` line (cut short?)"
         )
-    return EventBatch(tuple(ses), tuple(ops), cursor, ts)
+    return EventBatch(tuple(ses), tuple(ops), cursor, ts, tuple(logons))

@@ -3,37 +3,53 @@ backend (Wake-on-LAN on its segment, Redfish or IPMI to a BMC only it reaches, S
 is, at the instant the controller chose for every agent (a timed fan-out).
 
 The registry picks this backend for every machine the inventory's ``agents:`` section puts under
-an agent (``Machine.agent``; see :attr:`labctl.inventory.model.Machine.power_kind`). The outcomes
-come back per machine with the agent's send and delivery stamps turned into this controller's
-clock by the offset measured just before the fan-out; ``backend`` reads ``wol-ssh@site-a``.
+an agent (``Machine.agent``; see :attr:`labctl.inventory.model.Machine.power_kind`). It is handed
+the lab's link to its agents (:class:`AgentPower`, which :class:`labctl.lab.sites.Sites` is) when
+the session builds the power service. The outcomes come back per machine with the agent's send and
+delivery stamps turned into this controller's clock by the offset measured just before the
+fan-out; ``backend`` reads ``wol-ssh@site-a``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 from labctl.drivers.power_verbs import PowerVerb
+from labctl.errors import BadInputError
 from labctl.inventory.model import Machine, PowerKind
+from labctl.lab.context import LabContext
 from labctl.lab.power.backend import Gate, Report
 from labctl.lab.power.model import MachineState
 
-if TYPE_CHECKING:
-    from labctl.lab.session import LabSession
+
+class AgentPower(Protocol):
+    """What the agent backend needs of the link to the site agents."""
+
+    def act(self, verb: PowerVerb, machines: Sequence[Machine], gate: Gate, report: Report) -> None:
+        """A timed fan-out: every agent fires at one instant (after ``gate``); one report per machine."""
+
+    def states(self, machines: Sequence[Machine]) -> dict[str, MachineState]: ...
 
 
 class AgentBackend:
     kind: ClassVar[PowerKind] = PowerKind.AGENT
 
-    def __init__(self, session: LabSession):
-        self.s = session
+    def __init__(self, ctx: LabContext, agents: AgentPower | None = None):
+        self.ctx = ctx
+        self.agents = agents
+
+    def _link(self, machines: Sequence[Machine]) -> AgentPower:
+        if self.agents is None:
+            first = machines[0].name if machines else "?"
+            raise BadInputError(
+                f"{first}: served by a site agent, but this session of lab {self.ctx.lab.name} "
+                "was built without the link to its agents"
+            )
+        return self.agents
 
     def act(self, verb: PowerVerb, machines: Sequence[Machine], gate: Gate, report: Report) -> None:
-        from labctl.lab.sites import link_for  # sites imports this package's backend module
-
-        link_for(self.s).act(verb, machines, gate, report)
+        self._link(machines).act(verb, machines, gate, report)
 
     def states(self, machines: Sequence[Machine]) -> dict[str, MachineState]:
-        from labctl.lab.sites import link_for  # as above
-
-        return link_for(self.s).states(machines)
+        return self._link(machines).states(machines)

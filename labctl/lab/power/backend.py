@@ -19,16 +19,14 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
+from typing import ClassVar, Protocol, TypeVar
 
 from labctl.clock import LabClock
 from labctl.drivers.power_verbs import PowerVerb
 from labctl.errors import EndpointError
 from labctl.inventory.model import Machine, PowerKind
+from labctl.lab.context import LabContext
 from labctl.lab.power.model import MachineState, PowerOutcome, State, lab_at
-
-if TYPE_CHECKING:
-    from labctl.lab.session import LabSession
 
 Report = Callable[[PowerOutcome], None]
 T = TypeVar("T")
@@ -107,7 +105,7 @@ class TimedGate(Gate):
 class PowerBackend(Protocol):
     kind: ClassVar[PowerKind]
 
-    def __init__(self, session: LabSession) -> None: ...
+    def __init__(self, ctx: LabContext) -> None: ...
 
     def act(self, verb: PowerVerb, machines: Sequence[Machine], gate: Gate, report: Report) -> None:
         """Arm every machine, pass ``gate``, fire together; ``report`` each machine exactly once."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from labctl.drivers.os_power import shutdown_argv
 from labctl.drivers.power_verbs import PowerVerb
@@ -25,11 +25,9 @@ from labctl.drivers.ssh_burst import BurstOutcome, ssh_burst
 from labctl.drivers.wol import WolTarget
 from labctl.errors import EndpointError
 from labctl.inventory.model import Machine, PowerKind
+from labctl.lab.context import LabContext
 from labctl.lab.power.backend import Gate, Report, in_pool, outcome
 from labctl.lab.power.model import MachineState, PowerOutcome, State
-
-if TYPE_CHECKING:
-    from labctl.lab.session import LabSession
 
 _OFF_VERBS = (PowerVerb.GRACEFUL_OFF, PowerVerb.FORCE_OFF)
 PROBE_WORKERS = 64  # SSH-port probes at once when the streaming servers cannot say
@@ -38,13 +36,13 @@ PROBE_WORKERS = 64  # SSH-port probes at once when the streaming servers cannot 
 class WolSshBackend:
     kind: ClassVar[PowerKind] = PowerKind.WOL_SSH
 
-    def __init__(self, session: LabSession):
-        self.s = session
+    def __init__(self, ctx: LabContext):
+        self.ctx = ctx
 
     def _outcome(
         self, m: Machine, ok: bool, detail: str, fix: str = "", **stamps: float | None
     ) -> PowerOutcome:
-        return outcome(self.s.clock, self.kind, m, ok, detail, fix, **stamps)
+        return outcome(self.ctx.clock, self.kind, m, ok, detail, fix, **stamps)
 
     # --- actions -------------------------------------------------------------------------------
     def act(self, verb: PowerVerb, machines: Sequence[Machine], gate: Gate, report: Report) -> None:
@@ -58,14 +56,14 @@ class WolSshBackend:
         by_name = {m.name: m for m in machines}
         for m in machines:
             try:
-                targets.append(self.s.wol_target(m))
+                targets.append(self.ctx.wol_target(m))
             except EndpointError as exc:
                 report(self._outcome(m, False, exc.reason, exc.fix))
         if not targets:
             gate.pass_(self.kind.value)
             return
         try:  # packets built and sockets open before the gate: the first packet leaves as it opens
-            dispatch = self.s.wol.wake(targets, armed_hook=lambda: gate.pass_(self.kind.value))
+            dispatch = self.ctx.wol.wake(targets, armed_hook=lambda: gate.pass_(self.kind.value))
         finally:
             gate.leave(self.kind.value)  # no-op once passed; lets the others go if arming failed
         for t in targets:
@@ -84,7 +82,7 @@ class WolSshBackend:
                     self._outcome(
                         m,
                         True,
-                        f"magic packet x{self.s.wol.repeat}",
+                        f"magic packet x{self.ctx.wol.repeat}",
                         sent_wall=dispatch.first_sent.get(t.name),
                     )
                 )
@@ -94,15 +92,15 @@ class WolSshBackend:
         by_name: dict[str, Machine] = {}
         for m in machines:
             try:
-                target = self.s.ssh_target(m)
+                target = self.ctx.ssh_target(m)
                 jobs.append((target, shutdown_argv(verb, target.shell)))
                 by_name[m.name] = m
             except EndpointError as exc:
                 report(self._outcome(m, False, exc.reason, exc.fix))
-        settings = self.s.settings
+        settings = self.ctx.settings
         try:
             results = ssh_burst(
-                self.s.ssh,
+                self.ctx.ssh,
                 jobs,
                 action=f"{verb.value} over SSH",
                 timeout_s=settings.ssh_command_timeout_s,
@@ -113,7 +111,7 @@ class WolSshBackend:
             gate.leave(self.kind.value)  # no-op once passed; lets the others go if arming crashed
         argv_of = {t.name: " ".join(argv) for t, argv in jobs}
         for target, _ in jobs:
-            self.s.ssh.forget(target)  # the machine goes down: its connection is of no further use
+            self.ctx.ssh.forget(target)  # the machine goes down: its connection is of no further use
             o = results.get(target.name) or BurstOutcome(target.name)
             report(self._judge(verb, by_name[target.name], o, argv_of[target.name]))
 
@@ -140,14 +138,14 @@ class WolSshBackend:
         """Every client the streaming servers know (by name and by MAC), and per-server errors."""
         devices: dict[str, DeviceInfo] = {}
         errors: dict[str, str] = {}
-        servers = self.s.streaming_servers
+        servers = self.ctx.streaming_servers
 
         def one(srv: Machine) -> tuple[Machine, list[DeviceInfo] | None, str]:
             try:
-                res = self.s.ssh.run(
-                    self.s.ssh_target(srv),
+                res = self.ctx.ssh.run(
+                    self.ctx.ssh_target(srv),
                     DEVICE_INFO_COMMAND,
-                    timeout_s=min(60.0, self.s.settings.ssh_command_timeout_s),
+                    timeout_s=min(60.0, self.ctx.settings.ssh_command_timeout_s),
                     action="read device status",
                     check=True,
                 )
@@ -204,7 +202,7 @@ class WolSshBackend:
                     m.name, m.kind.value, State.UNKNOWN, "no ssh access in the inventory", ""
                 )
                 return
-            up = tcp_open(host, port, self.s.settings.probe_timeout_s)
+            up = tcp_open(host, port, self.ctx.settings.probe_timeout_s)
             why = "; ".join(errors.values())
             if up:
                 detail, st = "answers on SSH (not streaming)", State.ON

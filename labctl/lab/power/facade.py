@@ -15,6 +15,8 @@ from typing import cast
 
 from labctl.drivers.pvs import DeviceInfo
 from labctl.inventory.model import Machine, PowerKind
+from labctl.lab.context import LabContext
+from labctl.lab.power.agent import AgentPower
 from labctl.lab.power.backend import Gate, PowerBackend, TimedGate
 from labctl.lab.power.clients import WolSshBackend
 from labctl.lab.power.model import (
@@ -27,15 +29,18 @@ from labctl.lab.power.model import (
     spread,
     verb_for,
 )
-from labctl.lab.power.registry import BACKENDS, by_backend
-from labctl.lab.session import LabSession
+from labctl.lab.power.registry import by_backend, make_backend
 
 Selector = str | Sequence[str]
 
 
 class Power:
-    def __init__(self, session: LabSession):
-        self.s = session
+    """The power service: built with the lab context and, for a lab with site agents, the link
+    to them (the backend of machines an agent serves)."""
+
+    def __init__(self, ctx: LabContext, agents: AgentPower | None = None):
+        self.ctx = ctx
+        self.agents = agents
         self._lock = threading.Lock()
         self._backends: dict[PowerKind, PowerBackend] = {}
 
@@ -44,12 +49,12 @@ class Power:
         with self._lock:
             b = self._backends.get(kind)
             if b is None:
-                b = self._backends[kind] = BACKENDS[kind](self.s)
+                b = self._backends[kind] = make_backend(kind, self.ctx, self.agents)
             return b
 
     def _machines(self, selector: Selector) -> tuple[str, list[Machine]]:
         label = selector if isinstance(selector, str) else ",".join(selector)
-        return label, self.s.machines(selector if isinstance(selector, str) else list(selector))
+        return label, self.ctx.machines(selector if isinstance(selector, str) else list(selector))
 
     # --- actions -------------------------------------------------------------------------------
     def on(self, selector: Selector, **kw: object) -> PowerReport:
@@ -79,7 +84,7 @@ class Power:
         action = Action(action)
         verb = verb_for(action, force)
         label, machines = self._machines(selector)
-        clock, timeline = self.s.clock, self.s.timeline
+        clock, timeline = self.ctx.clock, self.ctx.timeline
         started = clock.now()
         groups = by_backend(machines)
         timeline.append(
@@ -193,7 +198,7 @@ class Power:
         for m in machines:
             st = result[m.name]
             if st.state is not State.UNKNOWN:
-                self.s.state_changed(m, st.state.value, st.source)
+                self.ctx.state_changed(m, st.state.value, st.source)
         return result
 
     def _clients(self) -> WolSshBackend:

@@ -8,16 +8,14 @@ trip each. Delivered = the BMC acknowledged the request (its completion code 0).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from labctl.drivers.ipmi import IpmiClient
 from labctl.drivers.power_verbs import PowerReading, PowerVerb
 from labctl.inventory.model import Machine, PowerKind
+from labctl.lab.context import LabContext
 from labctl.lab.power.backend import Gate, Report, arm_then_fire, outcome, read_states
 from labctl.lab.power.model import STATE_OF_READING, MachineState, State
-
-if TYPE_CHECKING:
-    from labctl.lab.session import LabSession
 
 IPMI_WORKERS = 32  # BMCs logged in to at once while arming
 
@@ -32,20 +30,20 @@ _ALREADY = {
 class IpmiBackend:
     kind: ClassVar[PowerKind] = PowerKind.IPMI
 
-    def __init__(self, session: LabSession):
-        self.s = session
+    def __init__(self, ctx: LabContext):
+        self.ctx = ctx
 
     def act(self, verb: PowerVerb, machines: Sequence[Machine], gate: Gate, report: Report) -> None:
         def arm(m: Machine) -> IpmiClient | None:
-            client = self.s.ipmi(m)
+            client = self.ctx.ipmi(m)
             reading = client.power_reading()
             if _ALREADY.get(verb) is reading:
-                report(outcome(self.s.clock, self.kind, m, True, f"already {reading.value}"))
+                report(outcome(self.ctx.clock, self.kind, m, True, f"already {reading.value}"))
                 return None
             return client
 
         arm_then_fire(
-            self.s.clock,
+            self.ctx.clock,
             self.kind,
             machines,
             gate,
@@ -57,7 +55,7 @@ class IpmiBackend:
 
     def states(self, machines: Sequence[Machine]) -> dict[str, MachineState]:
         def read(m: Machine) -> tuple[State, str]:
-            reading = self.s.ipmi(m).power_reading()
+            reading = self.ctx.ipmi(m).power_reading()
             return STATE_OF_READING[reading], f"chassis power {reading.value}"
 
         return read_states(machines, "ipmi", read, IPMI_WORKERS)

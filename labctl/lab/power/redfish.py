@@ -8,27 +8,25 @@ the request is then the BMC's, which carries it out at once. State = ``PowerStat
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from labctl.drivers.power_verbs import PowerVerb
 from labctl.drivers.redfish import RedfishClient, ResetPlan, power_reading
 from labctl.inventory.model import Machine, PowerKind
+from labctl.lab.context import LabContext
 from labctl.lab.power.backend import Gate, Report, arm_then_fire, read_states
 from labctl.lab.power.model import STATE_OF_READING, MachineState, State
-
-if TYPE_CHECKING:
-    from labctl.lab.session import LabSession
 
 
 class RedfishBackend:
     kind: ClassVar[PowerKind] = PowerKind.REDFISH
 
-    def __init__(self, session: LabSession):
-        self.s = session
+    def __init__(self, ctx: LabContext):
+        self.ctx = ctx
 
     def act(self, verb: PowerVerb, machines: Sequence[Machine], gate: Gate, report: Report) -> None:
         def arm(m: Machine) -> tuple[RedfishClient, ResetPlan]:
-            rf = self.s.redfish(m)
+            rf = self.ctx.redfish(m)
             return rf, rf.plan_reset(verb)
 
         def fire(_m: Machine, armed: tuple[RedfishClient, ResetPlan]) -> str:
@@ -36,19 +34,19 @@ class RedfishBackend:
             return rf.fire(plan)
 
         arm_then_fire(
-            self.s.clock,
+            self.ctx.clock,
             self.kind,
             machines,
             gate,
             report,
             arm=arm,
             fire=fire,
-            workers=self.s.settings.redfish_workers,
+            workers=self.ctx.settings.redfish_workers,
         )
 
     def states(self, machines: Sequence[Machine]) -> dict[str, MachineState]:
         def read(m: Machine) -> tuple[State, str]:
-            ps = self.s.redfish(m).power_state()
+            ps = self.ctx.redfish(m).power_state()
             return STATE_OF_READING[power_reading(ps)], f"PowerState {ps}"
 
-        return read_states(machines, "redfish", read, self.s.settings.redfish_workers)
+        return read_states(machines, "redfish", read, self.ctx.settings.redfish_workers)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from labctl.inventory.model import Machine, PowerKind
-from labctl.lab.power.agent import AgentBackend
+from labctl.lab.context import LabContext
+from labctl.lab.power.agent import AgentBackend, AgentPower
 from labctl.lab.power.backend import PowerBackend
 from labctl.lab.power.clients import WolSshBackend
 from labctl.lab.power.ipmi import IpmiBackend
@@ -25,6 +26,14 @@ BACKENDS: dict[PowerKind, type[PowerBackend]] = {
     PowerKind.IPMI: IpmiBackend,
     PowerKind.AGENT: AgentBackend,  # a site agent serves the machine (inventory agents:)
 }
+
+
+def make_backend(kind: PowerKind, ctx: LabContext, agents: AgentPower | None) -> PowerBackend:
+    """The backend for ``kind`` over the lab context; the agent backend also gets the link to the
+    site agents (None for a lab without them)."""
+    if kind is PowerKind.AGENT:
+        return AgentBackend(ctx, agents)
+    return BACKENDS[kind](ctx)
 
 
 def by_backend(machines: Iterable[Machine]) -> dict[PowerKind, list[Machine]]:

@@ -15,26 +15,26 @@ from labctl.drivers.power_verbs import PowerVerb
 from labctl.drivers.vsphere import VCenterClient
 from labctl.errors import EndpointError
 from labctl.inventory.model import Machine, PowerKind
+from labctl.lab.context import LabContext, by_vcenter
 from labctl.lab.power.backend import Gate, Report, in_pool, outcome, together
 from labctl.lab.power.model import STATE_OF_READING, MachineState, State
-from labctl.lab.session import LabSession, by_vcenter
 
 
 class VCenterBackend:
     kind: ClassVar[PowerKind] = PowerKind.VCENTER
 
-    def __init__(self, session: LabSession):
-        self.s = session
+    def __init__(self, ctx: LabContext):
+        self.ctx = ctx
 
     def act(self, verb: PowerVerb, machines: Sequence[Machine], gate: Gate, report: Report) -> None:
-        clock = self.s.clock
+        clock = self.ctx.clock
         armed: list[tuple[VCenterClient, list[Machine]]] = []
         lock = threading.Lock()
 
         def arm(item: tuple[str, list[Machine]]) -> None:
             vc_name, ms = item
             try:
-                vc = self.s.vcenter(vc_name)
+                vc = self.ctx.vcenter(vc_name)
                 vc.vm_refs([m.name for m in ms])  # the inventory read now, not at the burst
             except EndpointError as exc:
                 for m in ms:
@@ -86,7 +86,7 @@ class VCenterBackend:
         out: dict[str, MachineState] = {}
         for vc_name, ms in by_vcenter(machines).items():
             try:
-                inv = self.s.vcenter(vc_name).inventory()
+                inv = self.ctx.vcenter(vc_name).inventory()
             except EndpointError as exc:
                 for m in ms:
                     out[m.name] = MachineState(m.name, m.kind.value, State.UNKNOWN, str(exc), "vcenter")

@@ -71,7 +71,20 @@ class SinkSet:
         self.redactor = redactor or getattr(run, "redactor", None)
         self.errors: list[str] = []  # one line per failure, for the runner's summary
 
+    def redacted(self, record: CellRecord) -> CellRecord:
+        """``record`` with every secret the run's redactor knows masked: what every sink gets, so
+        no output (run folder, Allure, JUnit, the results store) can hold one."""
+        if self.redactor is None:
+            return record
+        return CellRecord.model_validate(self.redactor.obj(record.model_dump(mode="json")))
+
+    def redacted_info(self, info: RunInfo) -> RunInfo:
+        if self.redactor is None:
+            return info
+        return RunInfo.model_validate(self.redactor.obj(info.model_dump(mode="json")))
+
     def cell_finished(self, record: CellRecord, data: SeriesProvider | None = None) -> None:
+        record = self.redacted(record)
         for sink in self.sinks:
             try:
                 if data is not None and _takes_data(sink.cell_finished):
@@ -82,6 +95,7 @@ class SinkSet:
                 self._failed(sink, "cell_finished", exc, record.cell)
 
     def run_finished(self, info: RunInfo) -> None:
+        info = self.redacted_info(info)
         for sink in self.sinks:
             try:
                 sink.run_finished(info)

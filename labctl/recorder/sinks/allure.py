@@ -6,9 +6,12 @@ the cell's record (not from a live test), so every status and label says what th
 - parameters: the configuration and the cell's parameters;
 - history: ``historyId`` and ``testCaseId`` from lab + plan + cell id, so runs of the same cell on
   the same lab form one history and different labs never mix;
-- status: ``passed`` (pass), ``passed`` and flaky with tag ``marginal`` (marginal: visible in
-  the tree, the flaky filter and the *Marginal* category, not plain green), ``failed`` (fail),
-  ``broken`` (lab_fault, no_data, error, interrupted; each tagged, interrupted never a pass);
+- status: ``passed`` (pass), ``passed`` with tag ``marginal`` in the *Marginal* category
+  (marginal; ``failed`` with ``strict_marginal``, still in *Marginal*), ``failed`` (fail),
+  ``broken`` (lab_fault, no_data, error, interrupted; each tagged, interrupted never a pass).
+  Allure's statuses are fixed (passed, failed, broken, skipped, unknown): marginal is a category
+  of its own (Allure 3 files passed results into categories too), never *flaky*: Allure shows
+  flaky as "Flaky", a test that passed on a retry, which a marginal cell is not;
 - message: the cell's one-line reason first, then ``outcome: <outcome> (<kind>)`` which the
   categories (:data:`CATEGORIES`) match; the trace lists every criterion that did not pass;
 - steps: the cell's phases (prepare, window, restore, ...) on the wall clock, then one step per
@@ -82,8 +85,9 @@ KIND: dict[Outcome, str] = {
 CATEGORIES: list[dict[str, Any]] = [
     {
         "name": "Marginal",
-        "description": "Passed outside the pass band, inside the marginal band: reported, not failed.",
-        "matchedStatuses": ["passed"],
+        "description": "Outside the pass band, inside the marginal band: reported, passed (failed "
+        "with --strict-marginal).",
+        "matchedStatuses": ["passed", "failed"],
         "messageRegex": r"[\s\S]*outcome: marginal[\s\S]*",
     },
     {
@@ -186,8 +190,10 @@ class AllureSink:
         chart: ChartFn | None = None,
         data: SeriesProvider | None = None,
         results_dir: Path | None = None,
+        strict_marginal: bool = False,
     ):
         self.run = run
+        self.strict_marginal = strict_marginal
         self.chart = chart
         self.data = data
         self.dir = Path(results_dir) if results_dir is not None else run.path / ALLURE_RESULTS_DIR
@@ -248,7 +254,7 @@ class AllureSink:
         if s.configuration:
             labels.append(Label("configuration", s.configuration))
         if outcome is not Outcome.PASS:
-            labels.append(Label("tag", outcome.value))
+            labels.append(Label("tag", outcome.value.replace("_", " ")))
         params = [Parameter(name="configuration", value=s.configuration or "-")]
         params += [Parameter(name=k, value=_param(v)) for k, v in s.parameters.items()]
         details = None
@@ -263,8 +269,6 @@ class AllureSink:
                     f"{s.reason or outcome.value}\noutcome: {outcome.value} ({KIND[outcome]})"
                 ),
                 trace=self._text("\n".join(failing)) or None,
-                flaky=True if outcome is Outcome.MARGINAL else None,
-                known=True if outcome is Outcome.MARGINAL else None,
             )
         steps = [self._phase(p.name, p.start_ts_s, p.end_ts_s, now) for p in s.phases]
         if record.verdict is not None:
@@ -289,7 +293,7 @@ class AllureSink:
             fullName=f"{info.lab}/{s.plan}/{s.cell}",
             name=f"{s.scenario.replace('_', ' ')} · {s.cell}",
             titlePath=[info.lab, s.plan],
-            status=STATUS[outcome],
+            status=self.status(outcome),
             statusDetails=details,
             stage="finished",
             labels=labels,
@@ -299,6 +303,12 @@ class AllureSink:
             start=start,
             stop=max(start, self._ms(max(ends), now) if ends else now),
         )
+
+    def status(self, outcome: Outcome) -> str:
+        """Allure's status for a cell's outcome (marginal fails with ``strict_marginal``)."""
+        if outcome is Outcome.MARGINAL and self.strict_marginal:
+            return str(Status.FAILED)
+        return str(STATUS[outcome])
 
     def _phase(self, name: str, start: float, end: float | None, now: int) -> TestStepResult:
         t0 = self._ms(start, now)

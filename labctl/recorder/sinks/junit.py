@@ -1,19 +1,31 @@
 """``junit.xml`` in the run folder, for CI servers (Jenkins, GitLab, GitHub annotations): one
-``testcase`` per cell, rewritten whole (atomically) after every cell so a killed run still has one.
+``testsuite`` per plan of the run and one ``testcase`` per cell, every cell of every plan (a run of
+several plans, ``labctl run 2007``, shares one sink), rewritten whole (atomically) after every
+cell so a killed run still has one.
 
-By the cell's outcome:
+By the cell's outcome (the word a person reads, as in the terminal, Allure, the figures page,
+the store and the certificate, begins the ``message``):
 
     pass          passed
-    marginal      passed, with ``outcome=marginal`` and the reason in ``system-out``
-    fail          <failure type="ThresholdFailure" message="reason">
-    lab_fault     <error type="LabFault" message="reason">
-    no_data       <error type="NoData" message="reason">
-    error         <error type="Error" message="reason">
-    interrupted   <error type="Interrupted" message="reason">   (never a pass)
+    marginal      passed, property ``outcome=marginal`` and ``system-out`` ``MARGINAL: reason``;
+                  with ``strict_marginal`` (``--strict-marginal``) <failure type="Marginal">
+    fail          <failure type="ThresholdFailure" message="fail: reason">
+    lab_fault     <error type="LabFault" message="lab fault: reason">
+    no_data       <error type="NoData" message="no data: reason">
+    error         <error type="Error" message="error: reason">
+    interrupted   <error type="Interrupted" message="interrupted: reason">   (never a pass)
 
-``message`` is the cell's one-line reason; the element's text lists every criterion that did not
-pass. Each test case has properties with the key figures: the outcome, the cell's parameters, its
-window, the clients that had no boot time, and each criterion's judged value.
+Why marginal looks so: JUnit has four states (passed, failure, error, skipped) and CI servers count
+only those. A marginal cell passed (it is inside its marginal band), so by default it is a passing
+test case that says so where every CI server shows a test's details: the ``system-out`` (Jenkins'
+"Standard Output", GitLab's "System output") starting ``MARGINAL:``, the ``outcome`` property,
+and the suite's ``marginal`` property with the count. Not ``skipped`` (the cell ran and was
+measured) and not a name marker (the test's history on the CI server follows its name).
+``--strict-marginal`` makes it a ``failure`` of type ``Marginal`` for those who want CI red.
+
+The element's text lists every criterion that did not pass. Each test case has properties with the
+key figures: the outcome, the cell's parameters, its window, the clients that had no boot time, and
+each criterion's judged value.
 """
 
 from __future__ import annotations
@@ -83,10 +95,17 @@ def properties(record: CellRecord) -> list[tuple[str, str]]:
     return out
 
 
+def outcome_word(outcome: Outcome) -> str:
+    """The word for an outcome a person reads (``lab fault``, ``no data``): the outcome's value
+    with spaces, the same in every output."""
+    return outcome.value.replace("_", " ")
+
+
 class JUnitSink:
-    def __init__(self, run: RunFolder, file: str = JUNIT_FILE):
+    def __init__(self, run: RunFolder, file: str = JUNIT_FILE, *, strict_marginal: bool = False):
         self.run = run
         self.file = file
+        self.strict_marginal = strict_marginal
         self.records: list[CellRecord] = []
 
     def cell_finished(self, record: CellRecord) -> None:
@@ -99,10 +118,36 @@ class JUnitSink:
     def write(self, info: RunInfo) -> None:
         atomic_write_text(self.run.file(self.file), self.run.redactor.text(self.xml(info)))
 
+    def element(self, outcome: Outcome) -> tuple[str, str] | None:
+        """The JUnit element (``failure`` / ``error``) and its type for an outcome; None: passed."""
+        if outcome is Outcome.MARGINAL and self.strict_marginal:
+            return ("failure", "Marginal")
+        return ELEMENTS.get(outcome)
+
     def xml(self, info: RunInfo) -> str:
-        counts = {"tests": len(self.records), "failures": 0, "errors": 0, "skipped": 0}
-        suite = ET.Element("testsuite", name=_clean(info.plan), timestamp=_timestamp(info.started.wall_utc))
+        plans: dict[str, list[CellRecord]] = {}
+        for r in self.records:
+            plans.setdefault(r.summary.plan, []).append(r)
+        root = ET.Element("testsuites", name=_clean(f"labctl {info.plan} on {info.lab}"))
+        totals = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
+        seconds = 0.0
+        for plan, records in (plans or {info.plan: []}).items():
+            suite = self._suite(info, plan, records)
+            root.append(suite)
+            for k in totals:
+                totals[k] += int(suite.get(k, "0"))
+            seconds += float(suite.get("time", "0"))
+        for k, n in totals.items():
+            root.set(k, str(n))
+        root.set("time", f"{seconds:.3f}")
+        ET.indent(root)
+        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+    def _suite(self, info: RunInfo, plan: str, records: list[CellRecord]) -> ET.Element:
+        counts = {"tests": len(records), "failures": 0, "errors": 0, "skipped": 0}
+        suite = ET.Element("testsuite", name=_clean(plan), timestamp=_timestamp(info.started.wall_utc))
         props = ET.SubElement(suite, "properties")
+        marginal = sum(r.summary.outcome is Outcome.MARGINAL for r in records)
         for k, v in (
             ("lab", info.lab),
             ("run_id", info.run_id),
@@ -110,10 +155,11 @@ class JUnitSink:
             ("run_outcome", info.outcome.value),
             ("labctl_version", info.labctl_version),
             ("git_commit", info.git_commit or ""),
+            ("marginal", str(marginal)),
         ):
             ET.SubElement(props, "property", name=k, value=_clean(v))
         total = 0.0
-        for r in self.records:
+        for r in records:
             s = r.summary
             seconds = cell_seconds(r, info.time_scale)
             total += seconds
@@ -127,27 +173,22 @@ class JUnitSink:
             cp = ET.SubElement(case, "properties")
             for k, v in properties(r):
                 ET.SubElement(cp, "property", name=_clean(k), value=_clean(v))
-            kind = ELEMENTS.get(s.outcome)
+            word = outcome_word(s.outcome)
+            kind = self.element(s.outcome)
             if kind is not None:
                 element, type_ = kind
                 counts["failures" if element == "failure" else "errors"] += 1
-                el = ET.SubElement(case, element, type=type_, message=_clean(s.reason or s.outcome.value))
+                el = ET.SubElement(case, element, type=type_, message=_clean(f"{word}: {s.reason or word}"))
                 lines = [
                     f"[{c.outcome.value}] {c.message}" for c in (r.verdict.criteria if r.verdict else [])
                 ]
                 el.text = _clean("\n".join([s.reason, *(x for x in lines if not x.startswith("[pass]"))]))
-            elif s.outcome is Outcome.MARGINAL:
-                ET.SubElement(case, "system-out").text = _clean(f"marginal: {s.reason}")
+            if s.outcome is Outcome.MARGINAL:
+                ET.SubElement(case, "system-out").text = _clean(f"{word.upper()}: {s.reason}")
         for k, n in counts.items():
             suite.set(k, str(n))
         suite.set("time", f"{total:.3f}")
-        root = ET.Element("testsuites", name=_clean(f"labctl {info.plan} on {info.lab}"))
-        for k in ("tests", "failures", "errors", "skipped"):
-            root.set(k, suite.get(k, "0"))
-        root.set("time", suite.get("time", "0"))
-        root.append(suite)
-        ET.indent(root)
-        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+        return suite
 
 
 def _timestamp(wall_utc: str) -> str:

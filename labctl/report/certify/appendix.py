@@ -5,11 +5,14 @@ SHA-256 of each file of each run folder); and a glossary."""
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from labctl.records.run_record import CriterionVerdict, Outcome
 from labctl.report.certify.common import (
     OUTCOME_WORD,
     band_text,
     cell_label,
+    criterion_cell,
     num,
     outcome_cell,
     with_unit,
@@ -19,6 +22,7 @@ from labctl.report.certify.inputs import NOT_HASHED, Inputs, RunData
 from labctl.report.certify.model import Block, Cell, Section, Table, Text
 from labctl.report.run_view import CellView
 
+COMMON_TERMS = ("IOPS", "coverage", "cell", "window", "RAID 1 / RAID 10")
 GLOSSARY = (
     ("ACPI S5", "the soft-off power state: the machine is off but can be woken over the network."),
     ("Wake-on-LAN", "a network packet (a magic packet) that powers on a machine in S5."),
@@ -81,7 +85,7 @@ def verdicts_section(inputs: Inputs) -> Section:
                 [
                     cell_label(c),
                     v.name,
-                    outcome_cell(v.outcome),
+                    criterion_cell(v),
                     Cell(with_unit(v.observed, v.unit) + (f" on {v.entity}" if v.entity else ""), num=False),
                     band_text(v.pass_band, v.unit, expression=False),
                     _when(c, v),
@@ -150,7 +154,8 @@ def _run_rows(r: RunData) -> list[list[str]]:
         ],
         ["started, ended (UTC, wall clock)", f"{i.started.wall_utc}, {ended}"],
         ["cells", str(len(i.cells))],
-        ["inventory file", i.inventory_file],
+        # its name: the controller's folders are no business of the reader (the SHA-256 identifies it)
+        ["inventory file", PurePosixPath(i.inventory_file.replace("\\", "/")).name or "-"],
         ["inventory SHA-256", i.inventory_sha256],
         ["labctl version, commit", f"{i.labctl_version}, {commit}"],
         ["controller host, Python", f"{i.host}, {i.python}"],
@@ -188,8 +193,33 @@ def traceability_section(inputs: Inputs) -> Section:
     )
 
 
-def glossary_section() -> Section:
+VDI_GLOSSARY = (
+    ("desktop pool", "the virtual desktops of one kind (image, size, workload) the users log on to."),
+    ("pre-booted", "desktops powered on before the users arrive; the others boot when their user logs on."),
+    ("session launcher", "a machine that logs users on to their desktops and runs their timed operations."),
+    ("logon duration", "from a user's logon request until the desktop is ready, as the launcher measured it."),
+    ("IOPS per desktop", "the arrays' IOPS in a phase over the desktops in it (the 2012 paper's table 7)."),
+    (
+        "response-time index",
+        "a typical operation's response time as the sessions grow (docs/response-time-index.md); "
+        "its baseline is the unloaded speed.",
+    ),
+    (
+        "saturation point",
+        "read as VSImax is: the session count from which the index stays more than its threshold above "
+        "the baseline; not saturated when it never does.",
+    ),
+    ("judged when measured", "a criterion that fails when measured out of band and is not counted when "
+     "the cell gives it nothing to judge."),
+)  # fmt: skip
+
+
+def glossary_section(vdi: bool = False, streaming: bool = True) -> Section:
+    """The terms of the kinds of test in the document (the 2007 storms', the VDI storms', or both)."""
+    terms = [list(g) for g in GLOSSARY] if streaming else [list(g) for g in GLOSSARY if g[0] in COMMON_TERMS]
+    if vdi:
+        terms += [list(g) for g in VDI_GLOSSARY]
     return Section(
         "Glossary",
-        [Table.of("Terms used in this document", ("term", "meaning"), [list(g) for g in GLOSSARY])],
+        [Table.of("Terms used in this document", ("term", "meaning"), terms)],
     )

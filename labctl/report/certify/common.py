@@ -5,6 +5,7 @@ findings along a plan's axis (group size, copiers/rebooters)."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 
 from labctl.records.run_record import Band, CriterionVerdict, Outcome
@@ -14,7 +15,7 @@ from labctl.report.run_view import CellView, copy_path_label
 OUTCOME_WORD = {
     Outcome.PASS: "pass",
     Outcome.MARGINAL: "marginal",
-    Outcome.FAIL: "FAIL",
+    Outcome.FAIL: "fail",
     Outcome.NO_DATA: "no data",
     Outcome.LAB_FAULT: "lab fault",
     Outcome.ERROR: "error",
@@ -47,7 +48,12 @@ STATISTIC_WORDS = {
     "value": "each machine's own value (the worst decides)",
     "time_above": "time spent above the threshold",
     "storm_duration": "duration of the storm",
+    "p95": "95th percentile over the window",
+    "p99": "99th percentile over the window",
 }
+# A criterion of ``required: false`` is judged when its series or results exist; without them it is
+# reported as no data and does not fail the cell. Measured outside its bands it fails like any other.
+WHEN_MEASURED = " (judged when measured)"
 # The criteria files' names for inventory figures, in words (the bands' expressions are shown so).
 EXPRESSION_WORDS = (
     ("spindles(write_cache_volume)", "the write-cache set's disks"),
@@ -65,12 +71,36 @@ METRIC_WORDS = {
     "boot_time_s": "boot time",
     "retries": "session retries",
     "copy_s": "copy duration",
+    "latency_ms": "I/O latency",
+    "net_util_pct": "network utilisation",
+    "retransmit_pct": "storage network retransmissions",
+    "response_s": "operation response time",
+    "spare_capacity_pct": "spare capacity",
+    "ux_good": "share of desktops in the good user-experience band",
+    "ux_level": "user-experience band (good, fair, poor)",
+    "boot_iops_per_desktop": "boot-storm IOPS per desktop",
+    "login_iops_per_desktop": "login-storm IOPS per desktop",
+    "steady_iops_per_desktop": "steady-state IOPS per desktop",
+    "login_s": "logon duration",
+    "cpu.usage.average": "CPU utilisation",
+    "mem_usage_pct": "memory utilisation",
+    "mem.usage.average": "memory utilisation",
+    "mem_balloon_kb": "ballooned memory",
+    "mem.vmmemctl.average": "ballooned memory",
 }
 ROLE_WORDS = {
     "storm": "every client of the group",
     "rebooter": "every rebooting client",
     "copier": "every copier",
+    "desktop": "every desktop",
+    "array": "each array",
 }
+SOURCE_WORDS = {  # who a selector of this source (and any entity) judges
+    "vcenter": "each ESXi host",
+    "sessions": "the sessions' timed operations",
+    "*": "each array and volume",
+}
+_PATTERN = re.compile(r"[\[\]*?|()]")
 ENTITY_WORDS = {"write_cache_disk": "the write-cache volume", "streaming_server": "the streaming server"}
 
 
@@ -88,9 +118,28 @@ def cell_label(c: CellView, configuration: bool = True) -> str:
         text = f"copy/reboot {c.split[0]}/{c.split[1]} {copy_path_label(c.copy_path or 'copy')}"
     elif c.summary.scenario == "boot_storm" and c.group_size is not None:
         text = f"boot storm, {c.group_size} client{'s' if c.group_size != 1 else ''}"
+    elif c.is_vdi:
+        text = _vdi_label(c)
     else:
         text = c.id
     return f"{text} ({c.configuration})" if configuration and c.configuration else text
+
+
+VDI_WORDS = {"vdi_storm": "VDI storm", "scale_out": "scale-out", "write_cache_modes": "write-cache mode"}
+
+
+def _vdi_label(c: CellView) -> str:
+    """``VDI storm, 630 desktops, 50 % pre-booted``: the scenario, the desktops, the parameters."""
+    n = len(c.summary.by_role("desktop")) or c.summary.extra.get("desktops")
+    bits = [f"{n} desktops"] if n else []
+    for k, v in sorted(c.summary.parameters.items()):
+        if k == "desktops":
+            continue
+        if k == "prebooted_pct":
+            bits.append(f"{v} % pre-booted")
+        else:
+            bits.append(f"{k.replace('_', ' ')} {v}")
+    return ", ".join([VDI_WORDS.get(c.summary.scenario, c.summary.scenario), *bits])
 
 
 def num(v: float | None, digits: int = 1) -> str:
@@ -119,6 +168,14 @@ def outcome_cell(o: Outcome, text: str | None = None) -> Cell:
     return Cell(text if text is not None else OUTCOME_WORD[o], OUTCOME_TONE[o])
 
 
+def criterion_cell(v: CriterionVerdict) -> Cell:
+    """A criterion's outcome as a cell: a criterion judged only when measured that had nothing to
+    judge is "not measured", not a red "no data" (it does not count against the cell)."""
+    if v.outcome is Outcome.NO_DATA and not v.required:
+        return Cell("not measured", Tone.NONE)
+    return outcome_cell(v.outcome)
+
+
 def band_text(band: Band | None, unit: str, expression: bool = True) -> str:
     """``≤ 8 requests (2 × the write-cache set's disks)``; ``-`` for no band."""
     if band is None:
@@ -140,14 +197,34 @@ def _expressions(band: Band | None) -> str:
     return " and ".join(words(e) for e in (band.min_expr, band.max_expr) if e)
 
 
+def _metric_words(metric: str, v: CriterionVerdict) -> str:
+    """A selector's metric in words; a pattern (``cpu[._][pu]*``) by the metrics it matched."""
+    if _PATTERN.search(metric):
+        matched = sorted({r.metric for r in v.series if r.metric})
+        said = sorted({METRIC_WORDS.get(m, m.replace("_", " ")) for m in matched})
+        return " / ".join(said) if said else "the matching counters"
+    return METRIC_WORDS.get(metric, metric.replace("_", " "))
+
+
 def judged_in_words(cells: Sequence[CellView], v: CriterionVerdict) -> str:
     """What a criterion judges, in words: ``average disk queue length of the write-cache volume
-    (pvs-01/D:, nas-01/E:)``, ``boot time of every client of the group (each machine's own value)``."""
+    (pvs-01/D:, nas-01/E:)``, ``boot time of every client of the group (each machine's own value)``,
+    ``CPU utilisation of each ESXi host: highest sample in the window``. Never the selector's text."""
     parts = v.selector.split("/")
-    metric = METRIC_WORDS.get(parts[-1], parts[-1].replace("_", " "))
+    metric = _metric_words(parts[-1], v)
     stat = STATISTIC_WORDS.get(v.statistic, v.statistic)
     if parts[0] == "clients":
-        return f"{metric} of {ROLE_WORDS.get(parts[1], parts[1])}: {stat}"
+        who = ROLE_WORDS.get(parts[1], parts[1])
+        if parts[1] == "desktop" and v.statistic == "value":
+            stat = "over the desktops"
+        return f"{metric} of {who}: {stat}"
+    source, entities = parts[0], parts[1:-1]
+    if source == "sessions":
+        group = "/".join(entities)
+        which = f", group {group.removeprefix('group:')}" if group.startswith("group:") else ""
+        return f"{metric} of the sessions' timed operations{which}: {stat}"
+    if source in SOURCE_WORDS and all(e in ("*", "") for e in entities):
+        return f"{metric} of {SOURCE_WORDS[source]}: {stat}"
     selected = sorted({"/".join((criterion(c, v.name) or v).selector.split("/")[1:-1]) for c in cells})
     named = [k for c in cells[:1] for k, e in c.entities.items() if e in selected]
     if named:
@@ -196,7 +273,7 @@ def criteria_table(cells: Sequence[CellView], caption: str) -> Table | None:
             columns.append(f"{shown}: {expr}" if expr else shown)
         rows.append(
             [
-                name + ("" if first.required else " (not required)"),
+                name + ("" if first.required else WHEN_MEASURED),
                 judged_in_words([c for c in cells if criterion(c, name) is not None], first),
                 *columns,
                 first.description or "-",
@@ -209,7 +286,9 @@ def criteria_table(cells: Sequence[CellView], caption: str) -> Table | None:
         ("criterion", "what is judged", "pass", "marginal", "why this band"),
         rows,
         note="Outside the marginal band a criterion fails. A series with samples over less than 90 % of "
-        "the window gives no data, and a machine without its value is a lab fault: neither is a pass.",
+        "the window gives no data, and a machine without its value is a lab fault: neither is a pass. "
+        "A criterion judged when measured fails like any other when its value is outside its bands; "
+        "when the cell gives it nothing to judge it is reported as no data and does not fail the cell.",
     )
 
 
@@ -235,7 +314,7 @@ def verdict_matrix(
             if v is None:
                 row.append(Cell("-"))
             elif v.observed is None:
-                row.append(outcome_cell(v.outcome))
+                row.append(criterion_cell(v))
             else:
                 text = num(v.observed)
                 if v.outcome is not Outcome.PASS:
@@ -274,6 +353,7 @@ def criterion_findings(
     ``From 75 clients on, NIC peak was outside its pass band (≤ 90 %): 93.5 % at 75, 97.3 % at 100.``
     """
     out = []
+    quiet: list[str] = []  # judged only when measured, and given nothing: one sentence for them all
     for name in criteria_in_order(cells):
         judged = [(c, v) for c in cells if (v := criterion(c, name)) is not None]
         bad = [(c, v) for c, v in judged if v.outcome is not Outcome.PASS]
@@ -284,7 +364,12 @@ def criterion_findings(
         unmeasured = [(c, v) for c, v in bad if v.outcome not in (Outcome.MARGINAL, Outcome.FAIL)]
         if measured:
             band = band_text(measured[0][1].pass_band, unit)
-            values = ", ".join(f"{with_unit(v.observed, unit)} at {axis(c)}" for c, v in measured[:6])
+            mixed = len({v.outcome for _, v in measured}) > 1
+            values = ", ".join(
+                f"{with_unit(v.observed, unit)} at {axis(c)}"
+                + (f" ({OUTCOME_WORD[v.outcome]})" if mixed else "")
+                for c, v in measured[:6]
+            )
             more = f" and {len(measured) - 6} more" if len(measured) > 6 else ""
             tail_start = next(
                 (
@@ -294,7 +379,13 @@ def criterion_findings(
                 ),
                 None,
             )
-            worst = "failed" if any(v.outcome is Outcome.FAIL for _, v in measured) else "was marginal"
+            worst = (
+                "left its pass band"
+                if mixed
+                else "failed"
+                if measured[0][1].outcome is Outcome.FAIL
+                else "was marginal"
+            )
             if tail_start == len(judged) - 1 and len(measured) == 1:
                 lead = f"At {axis(judged[-1][0])}, {name} {worst}"
                 values = with_unit(measured[0][1].observed, unit)  # the lead already says where
@@ -305,6 +396,14 @@ def criterion_findings(
             else:
                 lead = f"{name[0].upper() + name[1:]} {worst} in {_of(len(measured), len(judged), what)}"
             out.append(f"{lead} (pass band {band}): {values}{more}.")
+        # judged only when measured, and given nothing: said so, not blamed on the measurement
+        unjudged = [(c, v) for c, v in unmeasured if v.outcome is Outcome.NO_DATA and not v.required]
+        unmeasured = [(c, v) for c, v in unmeasured if (c, v) not in unjudged]
+        if unjudged:
+            where = ", ".join(axis(c) for c, _ in unjudged[:3]) + (" ..." if len(unjudged) > 3 else "")
+            quiet.append(
+                f"{name} ({where})" if len(unjudged) < len(judged) else f"{name} (every one of the {what})"
+            )
         if unmeasured:
             kinds = sorted({OUTCOME_WORD[v.outcome] for _, v in unmeasured})
             where = ", ".join(axis(c) for c, _ in unmeasured[:6]) + (" ..." if len(unmeasured) > 6 else "")
@@ -316,6 +415,11 @@ def criterion_findings(
                 f"{name[0].upper() + name[1:]} could not be judged in {_of(len(unmeasured), len(judged), what)} "
                 f"({' / '.join(kinds)}: {where}): {why}."
             )
+    if quiet:
+        out.append(
+            "Judged only when measured, and given nothing to judge here (they do not count against the "
+            f"cells): {'; '.join(quiet)}."
+        )
     return out
 
 

@@ -5,12 +5,13 @@ versions the run read from the endpoints. Credentials are never read from it."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from labctl.recorder.lab_record import ResolvedLab
 from labctl.report.certify.common import num
 from labctl.report.certify.inputs import Inputs
-from labctl.report.certify.model import Block, Section, Table, Text
+from labctl.report.certify.model import Block, Cell, Section, Table, Text
 
 STREAMING_2007 = ("boot_storm", "copy_reboot")  # scenarios that use no vCenter and no storage array
 CONFIG_WORDS = {"ha": "HA", "standalone": "Standalone"}
@@ -177,6 +178,174 @@ def network_table(lab: ResolvedLab) -> Table | None:
     return Table.of("Network", ("component", "what", "notes"), rows)
 
 
+def _gb(v: Any) -> str:
+    return f"{num(float(v), 0)} GB" if isinstance(v, int | float) else "-"
+
+
+def _nics(n: Any) -> str:
+    if not isinstance(n, dict) or not n:
+        return "-"
+    return f"{n.get('count', '-')} × {num(float(n.get('speed_gbps') or 0))} Gbit/s"
+
+
+def _grouped(rows: Sequence[tuple[str, ...]]) -> list[list[str | Cell]]:
+    """Identical rows once, with their count and names (``esx-vdi-01 ... esx-vdi-08``)."""
+    by: dict[tuple[str, ...], list[str]] = {}
+    for row in rows:
+        by.setdefault(tuple(row[1:]), []).append(row[0])
+    out: list[list[str | Cell]] = []
+    for rest, names in by.items():
+        shown = names[0] if len(names) == 1 else f"{names[0]} ... {names[-1]}"
+        out.append([str(len(names)), shown, *rest])
+    return out
+
+
+def vdi_tables(lab: ResolvedLab) -> list[Table]:
+    """The VDI half of a lab: ESXi hosts, arrays and their tiers, datastores, streaming servers,
+    desktop pools and session launchers (what and how many; never a launcher's access)."""
+    vdi = lab.data.get("vdi") or {}
+    if not isinstance(vdi, dict) or not vdi:
+        return []
+    out = []
+    hosts = vdi.get("hosts") or {}
+    rows = [
+        (
+            str(h.get("name", n)),
+            str(h.get("cluster") or "-"),
+            str(h.get("model") or "-"),
+            f"{h.get('sockets', 1)} × {h.get('cpu_model', 'CPU')} ({h.get('cores', '-')} cores, "
+            f"{num(float(h.get('ghz') or 0), 2)} GHz)",
+            _gb(h.get("ram_gb")),
+            _nics(h.get("nics")),
+        )
+        for n, h in sorted(hosts.items())
+    ]
+    if rows:
+        out.append(
+            Table.of(
+                "ESXi hosts",
+                ("count", "hosts", "cluster", "model", "processor", "memory", "network ports"),
+                _grouped(rows),
+            )
+        )
+    arrays = vdi.get("arrays") or {}
+    rows_a = []
+    for name, a in sorted(arrays.items()):
+        tiers = "; ".join(
+            f"{t.get('count')} × {str(t.get('drive', '')).upper()} {_gb(t.get('capacity_gb'))} in RAID {t.get('raid')}"
+            + (f" ({t.get('spares')} spare)" if t.get("spares") else "")
+            for t in a.get("tiers") or []
+        )
+        controllers = a.get("controllers")
+        ctrl = len(controllers) if isinstance(controllers, list) else controllers
+        mode = str(a.get("controller_mode") or "").replace("_", "/")
+        rows_a.append(
+            [
+                str(name),
+                f"{a.get('kind', '')} {a.get('model', '')}".strip() or "-",
+                f"{ctrl or '-'}" + (f" ({mode})" if mode else ""),
+                _gb(a.get("cache_gb")),
+                _nics(a.get("ports")),
+                tiers or "-",
+            ]
+        )
+    if rows_a:
+        out.append(
+            Table.of(
+                "Storage arrays",
+                ("array", "model", "controllers", "cache", "host ports", "drives"),
+                rows_a,
+            )
+        )
+    stores = vdi.get("datastores") or {}
+    if stores:
+        out.append(
+            Table.of(
+                "Datastores",
+                ("datastore", "array", "capacity"),
+                [
+                    [str(n), str(d.get("array") or "-"), _gb(d.get("capacity_gb"))]
+                    for n, d in sorted(stores.items())
+                ],
+            )
+        )
+    pvs = vdi.get("pvs_servers") or {}
+    rows_p = [
+        (
+            str(n),
+            f"{p.get('vcpus', '-')} vCPU at {num(float(p.get('ghz') or 0), 2)} GHz",
+            _gb(p.get("ram_gb")),
+            _nics(p.get("nics")),
+            str(p.get("vdisk_datastore") or "-"),
+        )
+        for n, p in sorted(pvs.items())
+    ]
+    if rows_p:
+        out.append(
+            Table.of(
+                "Streaming servers (PVS)",
+                ("count", "servers", "processor", "memory", "network ports", "vDisk on"),
+                _grouped(rows_p),
+            )
+        )
+    pools = vdi.get("pools") or {}
+    rows_pool = []
+    for n, p in sorted(pools.items()):
+        prov = p.get("provisioning") or {}
+        how = str(prov.get("kind") or "-")
+        if prov.get("write_cache"):
+            how += f", write cache on the {str(prov['write_cache']).replace('_', ' ')}"
+        rows_pool.append(
+            [
+                str(n),
+                str(len(p.get("desktops") or [])),
+                str(p.get("os") or "-"),
+                f"{p.get('vcpus', '-')} vCPU, {_gb(p.get('ram_gb'))}",
+                str(p.get("workload") or "-"),
+                how,
+                ", ".join(p.get("datastores") or []) or "-",
+            ]
+        )
+    if rows_pool:
+        out.append(
+            Table.of(
+                "Desktop pools",
+                (
+                    "pool",
+                    "desktops",
+                    "operating system",
+                    "each desktop",
+                    "workload",
+                    "provisioning",
+                    "datastores",
+                ),
+                rows_pool,
+            )
+        )
+    launchers = vdi.get("launchers") or []
+    rows_l = [
+        (
+            str(x.get("name")),
+            str(x.get("sessions", "-")),
+            str(x.get("pool") or "-"),
+            str(x.get("protocol") or "-").upper(),
+            str(x.get("kind") or "-"),
+        )
+        for x in launchers
+        if isinstance(x, dict)
+    ]
+    if rows_l:
+        out.append(
+            Table.of(
+                "Session launchers",
+                ("count", "launchers", "sessions each", "pool", "protocol", "driven over"),
+                _grouped(rows_l),
+                note="Each launcher logs its users on and runs their timed operations (docs/session-launchers.md).",
+            )
+        )
+    return out
+
+
 def section(inputs: Inputs) -> Section:
     children = []
     versions: dict[str, str] = {}
@@ -220,6 +389,10 @@ def section(inputs: Inputs) -> Section:
         children.append(Section(title, blocks))
     first = inputs.lab(configs[0] or None)
     shared: list[Block] = []
+    if first is not None and any(c.is_vdi for c in inputs.cells):
+        tables = vdi_tables(first)
+        if tables:
+            children.append(Section("Hosts, arrays, pools and launchers", list(tables)))
     if first is not None:
         shared += [t for t in (clients_table(first), network_table(first)) if t]
     if versions:

@@ -70,8 +70,8 @@ def _summary(ctx: Context, parts: Sequence[tuple[Kind, list[CellView]]], finding
         blocks += [
             Text(
                 "Observations (marginal results: outside the pass band, inside the marginal band; and criteria "
-                "reported but not required):"
-                if any("(not required)" in o for o in v.observations)
+                "judged when measured that had nothing to judge):"
+                if any("(judged when measured)" in o for o in v.observations)
                 else "Observations (marginal results: outside the pass band, inside the marginal band):"
             ),
             Bullets(tuple(shown)),
@@ -174,7 +174,9 @@ def build(inputs: Inputs, *, customer: str | None = None, date: str | None = Non
         appendices=[
             appendix.verdicts_section(inputs),
             appendix.traceability_section(inputs),
-            appendix.glossary_section(),
+            appendix.glossary_section(
+                vdi=any(c.is_vdi for c in inputs.cells), streaming=any(not c.is_vdi for c in inputs.cells)
+            ),
         ],
         simulated=inputs.simulated,
         runs=tuple(r.run_id for r in inputs.runs),

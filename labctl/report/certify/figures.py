@@ -68,7 +68,7 @@ def _server(title: str) -> str | None:
 def _blocks(s: FigSection) -> list[Block]:
     shown = [f for f in s.figures if not f.caption.endswith(NOT_RECORDED)]
     missing = [f.caption.removesuffix(NOT_RECORDED) for f in s.figures if f.caption.endswith(NOT_RECORDED)]
-    blocks: list[Block] = [Text(s.intro), *(figure(f) for f in shown)]
+    blocks: list[Block] = [Text(words(s.intro)), *(figure(f) for f in shown)]
     if missing:
         blocks.append(Text(f"Not recorded in these runs, so not shown: {'; '.join(missing)}."))
     return blocks

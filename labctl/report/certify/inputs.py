@@ -17,10 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labctl.errors import BadInputError
+from labctl.recorder.cell_files import read_cell_summaries
 from labctl.recorder.lab_record import ResolvedLab, resolved_lab
+from labctl.recorder.runfolder import read_run_info
 from labctl.recorder.series import run_path
 from labctl.records.run_record import RunInfo
 from labctl.report.allure_helpers import read_properties
+from labctl.report.certify.checks import check_files, check_one_lab, check_series
 from labctl.report.run_view import CellView, RunView, load_run
 
 # Files of a run folder the appendix does not hash: outputs made from the record afterwards (this
@@ -132,6 +135,8 @@ def load_runs(paths: Iterable[Path]) -> Inputs:
         path = run_path(p)
         if not (path / "run.json").is_file():
             raise BadInputError(f"{path}: not a run folder (no run.json; give a folder under results/)")
+        check_files(path)  # links, special files and sizes before anything is parsed
+        check_series(path, read_run_info(path), read_cell_summaries(path))
         view = load_run(path)
         configs = {c.configuration for c in view.cells if c.configuration}
         labs: dict[str, ResolvedLab | None] = {"": resolved_lab(path)}
@@ -145,6 +150,7 @@ def load_runs(paths: Iterable[Path]) -> Inputs:
         raise BadInputError(
             f"run {next(i for i in ids if ids.count(i) > 1)} given twice (give each run once)"
         )
+    check_one_lab([(r.run_id, r.info) for r in runs])
     runs.sort(key=lambda r: (r.info.started.wall_utc if r.info is not None else "", r.run_id))
     return _collect(runs)
 

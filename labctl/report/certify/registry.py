@@ -6,9 +6,10 @@ plain sentences, the one-sentence conclusion of the executive summary, and sizin
 no kind picks are shown by :mod:`~labctl.report.certify.kinds.other` (a table and the criteria
 matrix), and they count in the verdict like every cell.
 
-The 2007 kinds are in :mod:`labctl.report.certify.kinds`: ``boot_storm``, ``copy_reboot``,
-``ha_comparison``. A VDI kind (``vdi_storm``, ``scale_out``, ``write_cache_modes``) is a module
-with a :class:`Kind` subclass and a ``register(...)`` call, named in :data:`KIND_MODULES`.
+The kinds are in :mod:`labctl.report.certify.kinds`: ``boot_storm``, ``copy_reboot``,
+``ha_comparison`` (2007) and ``vdi`` (``vdi_storm``, ``scale_out``, ``write_cache_modes``). A new
+kind is a module with a :class:`Kind` subclass and a ``register(...)`` call, named in
+:data:`KIND_MODULES`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ KIND_MODULES = (
     "labctl.report.certify.kinds.boot_storm",
     "labctl.report.certify.kinds.copy_reboot",
     "labctl.report.certify.kinds.ha_comparison",
+    "labctl.report.certify.kinds.vdi",
 )
 
 

@@ -5,8 +5,8 @@
   error, an interrupted or never-summarised cell, a cell without a verdict. The reason names the
   first such run or cell; every one is listed.
 - **certified with observations** when every cell passed and some criterion was marginal (outside
-  its pass band, inside its marginal band: reported, not failing), or a criterion that is not
-  required had no data.
+  its pass band, inside its marginal band: reported, not failing), or a criterion judged only when
+  measured (``required: false``) had nothing to judge.
 - **certified** otherwise.
 
 A failure is never presented as a pass: nothing here looks at how many cells passed.
@@ -106,6 +106,9 @@ def run_problems(inputs: Inputs) -> list[str]:
     return out
 
 
+UNJUDGED = ": nothing to judge (judged when measured)"
+
+
 def observations(inputs: Inputs) -> list[str]:
     out = []
     for c in inputs.all_cells:
@@ -117,10 +120,10 @@ def observations(inputs: Inputs) -> list[str]:
                     f"{cell_label(c)}: {v.name}: {with_unit(v.observed, v.unit)}, outside the pass band "
                     f"{band_text(v.pass_band, v.unit, expression=False)}"
                 )
-            elif not v.required and v.outcome is not Outcome.PASS:
-                out.append(
-                    f"{cell_label(c)}: {v.name} (not required) {WORDS.get(v.outcome, v.outcome.value)}"
-                )
+            elif not v.required and v.outcome is Outcome.NO_DATA:
+                # judged when measured, and this cell gave it nothing: reported, not failing. Measured
+                # outside its bands it is a failure like any other (cell_problems), never an observation.
+                out.append(f"{cell_label(c)}: {v.name}{UNJUDGED}")
     return out
 
 
@@ -143,11 +146,21 @@ def verdict(inputs: Inputs) -> Verdict:
             headline = f"Not certified: {reasons[0]}."
         return Verdict(Status.NOT_CERTIFIED, headline, tuple(reasons), tuple(seen))
     if seen:
+        unjudged = sum(1 for o in seen if o.endswith(UNJUDGED))
+        marginal = len(seen) - unjudged
+        said = []
+        if marginal:
+            said.append(
+                ("1 result was outside its" if marginal == 1 else f"{marginal} results were outside their")
+                + " pass band but inside the marginal band"
+            )
+        if unjudged:
+            said.append(
+                f"{unjudged} criteri{'on' if unjudged == 1 else 'a'} judged only when measured had nothing to judge"
+            )
         return Verdict(
             Status.OBSERVATIONS,
-            "Certified with observations: every cell passed; "
-            + ("1 result was outside its" if len(seen) == 1 else f"{len(seen)} results were outside their")
-            + " pass band but inside the marginal band.",
+            "Certified with observations: every cell passed; " + "; ".join(said) + ".",
             (),
             tuple(seen),
         )

@@ -10,14 +10,14 @@ WriteOpCount .9, with a sample walk in its header):
   started, lab time), sysName;
 - EQLMEMBER-MIB (1.3.6.1.4.1.12740.2), rows indexed (eqlGroupId, eqlMemberIndex):
   eqlMemberTable .1.1: .2 eqlMemberDateAndTime (Counter32, seconds since 1970), .9 eqlMemberName,
-  .21/.22/.23 controller firmware major/minor/maintenance; eqlMemberHealthTable .5.1: .1
+  .21/.22/.23 controller firmware major/minor/maintenance (Unsigned32); eqlMemberHealthTable .5.1: .1
   eqlMemberHealthStatus (0 unknown, 1 normal, 2 warning, 3 critical); eqlMemberChassisTable .11.1:
   .1 eqlMemberModel, .2 serial, .3 number of controllers, .4 number of disks, .5 cache MB;
   eqlMemberConnTable .12.1: member-wide cumulative .2/.3 read/write latency (ms), .6/.7 read/write
   op counts, .8 TxData (octets sent: reads), .9 RxData (octets received: writes);
 - EQLCONTROLLER-MIB (1.3.6.1.4.1.12740.4) eqlControllerTable .1.1.1, rows (group, member,
-  controller 1-2): .2 model, .4 software revision, .6 up time, .9 primary(1) / secondary(2). A
-  failed control module's row is gone and the member's health is warning;
+  controller 1-2): .2 model, .4 software revision, .6 up time (Counter32, seconds), .9 primary(1) /
+  secondary(2). A failed control module's row is gone and the member's health is warning;
 - EQLVOLUME-MIB (1.3.6.1.4.1.12740.5) rows (eqliscsiLocalMemberId, eqliscsiVolumeIndex):
   eqliscsiVolumeTable .1.7.1.1: .4 name, .8 size (MB), .9 admin status; eqliscsiVolumeStatisticsTable
   .1.7.34.1: .3 TxData, .4 RxData (octets, Counter64), .6 ReadLatency, .7 WriteLatency (cumulative
@@ -25,9 +25,11 @@ WriteOpCount .9, with a sample walk in its header):
   (Gauge32, ms, since the previous read of the row);
 - EQLDISK-MIB (1.3.6.1.4.1.12740.3) rows (group, member, disk): eqlDiskTable .1.1.1: .2 type,
   .6 size (MB), .8 status (1 on-line), .11 slot, .12 type enum (2 sas, 4 sas-ssd), .13 rpm;
-  eqlDiskStatusTable .1.2.1: .1 Xfers, .2 BytesRead, .3 BytesWritten, .4 BusyTime (Counter64). The
-  MIB states no unit for BusyTime: milliseconds here (an assumption, named in both the agent and
-  the driver).
+  eqlDiskStatusTable .1.2.1: .1 Xfers, .2 BytesRead and .3 BytesWritten in whole **Mbytes**
+  (the MIB: "total number of Mbytes read"; MiB, as Centreon's plugin reads them), .4 BusyTime in
+  whole **seconds** ("total time in seconds spent busy"), all Counter64. (Bytes and milliseconds
+  before: an assumption the driver shared, off by 2^20 and 1,000; ``tests/conformance/snmp`` now
+  checks both sides against the MIB text.) ``eqlDiskRPM`` is 1 for an SSD ("non-rotating media").
 """
 
 from __future__ import annotations
@@ -55,13 +57,14 @@ GROUP_ID = 1
 HEALTH_NORMAL, HEALTH_WARNING = 1, 2
 PRIMARY, SECONDARY = 1, 2
 DISK_TYPE = {
-    "ssd": (4, "SAS SSD", 0),
+    "ssd": (4, "SAS SSD", 1),  # eqlDiskRPM 1: non-rotating media
     "15k": (2, "SAS", 15000),
     "10k": (2, "SAS", 10000),
     "nl": (2, "NL-SAS", 7200),
 }
 FIRMWARE = (5, 2, 4)  # PS Series firmware 5.2.4 (the 2012 paper's generation)
 VOLUME_SIZE_MB = 500 * 1024
+DISK_MB = 1024 * 1024  # eqlDiskStatusBytesRead/Written count whole Mbytes
 
 
 @dataclass(frozen=True)
@@ -95,9 +98,9 @@ def objects(s: MemberState) -> list[tuple[tuple[int, ...], Any]]:
     out += [
         ((*MEMBER, 2, *m), v2c.Counter32(int(s.lab_time_s) % 2**32)),
         ((*MEMBER, 9, *m), v2c.OctetString(s.name)),
-        ((*MEMBER, 21, *m), v2c.Integer32(FIRMWARE[0])),
-        ((*MEMBER, 22, *m), v2c.Integer32(FIRMWARE[1])),
-        ((*MEMBER, 23, *m), v2c.Integer32(FIRMWARE[2])),
+        ((*MEMBER, 21, *m), v2c.Unsigned32(FIRMWARE[0])),
+        ((*MEMBER, 22, *m), v2c.Unsigned32(FIRMWARE[1])),
+        ((*MEMBER, 23, *m), v2c.Unsigned32(FIRMWARE[2])),
         ((*MEMBER_HEALTH, 1, *m), v2c.Integer32(HEALTH_WARNING if failed else HEALTH_NORMAL)),
         ((*MEMBER_CHASSIS, 1, *m), v2c.OctetString(s.model)),
         ((*MEMBER_CHASSIS, 2, *m), v2c.OctetString(s.serial)),
@@ -124,7 +127,7 @@ def objects(s: MemberState) -> list[tuple[tuple[int, ...], Any]]:
         out += [
             ((*CONTROLLER, 2, *cidx), v2c.OctetString("Type 10")),
             ((*CONTROLLER, 4, *cidx), v2c.OctetString(f"V{'.'.join(map(str, FIRMWARE))}")),
-            ((*CONTROLLER, 6, *cidx), v2c.Integer32(int(s.uptime_s))),
+            ((*CONTROLLER, 6, *cidx), v2c.Counter32(int(s.uptime_s) % 2**32)),
             ((*CONTROLLER, 9, *cidx), v2c.Integer32(PRIMARY if c.controller == active else SECONDARY)),
         ]
     for j, v in enumerate(s.volumes, start=1):
@@ -160,9 +163,12 @@ def objects(s: MemberState) -> list[tuple[tuple[int, ...], Any]]:
                 ((*DISK, 12, *didx), v2c.Integer32(enum)),
                 ((*DISK, 13, *didx), v2c.Integer32(rpm)),
                 ((*DISK_STATUS, 1, *didx), v2c.Counter64(round((t.reads + t.writes) * share) if t else 0)),
-                ((*DISK_STATUS, 2, *didx), v2c.Counter64(round(t.bytes_read * share) if t else 0)),
-                ((*DISK_STATUS, 3, *didx), v2c.Counter64(round(t.bytes_written * share) if t else 0)),
-                ((*DISK_STATUS, 4, *didx), v2c.Counter64(round(t.busy_drive_s * share * 1000) if t else 0)),
+                ((*DISK_STATUS, 2, *didx), v2c.Counter64(int(t.bytes_read * share) // DISK_MB if t else 0)),
+                (
+                    (*DISK_STATUS, 3, *didx),
+                    v2c.Counter64(int(t.bytes_written * share) // DISK_MB if t else 0),
+                ),
+                ((*DISK_STATUS, 4, *didx), v2c.Counter64(int(t.busy_drive_s * share) if t else 0)),
             ]
     out.sort(key=lambda kv: kv[0])
     return out

@@ -22,6 +22,7 @@ from pyghmi.ipmi.private import session as ipmi_session
 
 from labctl.inventory.model import IpmiEndpoint, Machine
 from labctl.sim.endpoint import EndpointInfo, SimContext, check_address_free
+from labctl.sim.redfish.idrac import IDRAC_FIRMWARE
 from labctl.sim.twin.interface import PowerAction, PowerState
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,22 @@ _POWERED = {
     PowerState.POWERING_OFF: "on",
     PowerState.OFF: "off",
 }
+
+
+# Get Device ID as an iDRAC answers it (ipmitool mc info of iDRAC7/8/9 in public logs: device 32,
+# revision 1, manufacturer 674 "DELL Inc", product 256 (0x0100), chassis device among others).
+# The firmware revision is the iDRAC's own, major.minor with the minor in BCD: 4.40 is (4, 0x40).
+DELL_IANA = 674
+IDRAC_PRODUCT_ID = 0x0100
+IDRAC_DEVICE_ID = 0x20
+CHASSIS_DEVICE = 0x80  # additional device support: the only one simulated (no SDR, SEL or FRU)
+
+
+def firmware_revision(version: str) -> tuple[int, int]:
+    """(major, minor as BCD) of a firmware version such as ``4.40.00.00``."""
+    major, minor = [*version.split("."), "0"][:2]
+    digits = minor[:2].rjust(2, "0")
+    return int(major), (int(digits[0]) << 4) | int(digits[1])
 
 
 RAKP_HMAC_SHA1 = 1  # authentication algorithm of cipher suite 3, the only one pyghmi's server speaks
@@ -127,6 +144,9 @@ class SimBmc(pyghmi_bmc.Bmc):
             # itself it guesses ::1 or ::ffff:127.0.0.1, neither of which is this BMC's address
             ipmi_session.myself = self.ep.host
         super().__init__({self.ep.user: password}, port=self.ep.port, address=self.ep.host)
+        self.deviceid, self.revision = IDRAC_DEVICE_ID, 1
+        self.firmwaremajor, self.firmwareminor = firmware_revision(IDRAC_FIRMWARE)
+        self.mfgid, self.prodid, self.additionaldevices = DELL_IANA, IDRAC_PRODUCT_ID, CHASSIS_DEVICE
         self.started = True
         _DISPATCHER.acquire()
         log.info("ipmi %s listening on %s:%d/udp", self.machine.name, self.ep.host, self.ep.port)
@@ -160,6 +180,22 @@ class SimBmc(pyghmi_bmc.Bmc):
             _Suite3Session(self.authdata, self.kg, sockaddr, self.serversocket, raw[16:], self.uuid, bmc=self)
             return
         super().sessionless_data(data, sockaddr)
+
+    def send_device_id(self, session: Any) -> None:
+        """Get Device ID laid out as IPMI 2.0 table 20-2 has it: a 3-byte manufacturer ID, then the
+        2-byte product ID. pyghmi's server packs the manufacturer in 4 bytes, which shifts the
+        product ID by one (ipmitool read "Product ID: 0" from it)."""
+        data = [
+            self.deviceid,
+            self.revision,
+            self.firmwaremajor,
+            self.firmwareminor,
+            self.ipmiversion,
+            self.additionaldevices,
+            *self.mfgid.to_bytes(3, "little"),
+            *self.prodid.to_bytes(2, "little"),
+        ]
+        session.send_ipmi_response(data=data)
 
     def get_power_state(self) -> str:
         return _POWERED.get(PowerState(self.ctx.twin.power_state(self.machine.name)), "off")

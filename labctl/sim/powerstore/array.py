@@ -9,6 +9,9 @@ The wire protocol follows the real array as gopowerstore (``api/api.go``) and Py
 - collections (``appliance``, ``cluster``, ``node``, ``hardware``, ``volume``,
   ``software_installed``) answer a JSON array of objects; ``select=a,b`` picks attributes (only
   ``id`` without it) and ``attr=eq.value`` / ``neq.`` / ``in.(a,b)`` filter, PostgREST style;
+  at most ``limit`` objects from ``offset`` (100 without a limit, at most 2,000): a partial answer is
+  ``206 Partial Content`` with ``Content-Range: first-last/total`` (what PyPowerStore's client
+  pages on; the simulator answered every object with 200 before, hiding a driver that read one page);
 - errors answer ``{"messages": [{"code", "severity", "message_l10n", "arguments"}]}``;
 - ``POST /api/rest/metrics/generate`` answers samples of the twin's counters
   (:mod:`labctl.sim.powerstore.metrics`).
@@ -42,6 +45,8 @@ COOKIE = "auth_cookie"
 TOKEN_HEADER = "DELL-EMC-TOKEN"
 IDLE_TIMEOUT_S = 3600.0
 DEFAULT_TOKEN_LIFETIME_S = 60.0  # storage_token_expiry with after_s 0
+DEFAULT_LIMIT = 100  # objects in a collection answer without limit=
+MAX_LIMIT = 2000  # the largest limit= the API accepts
 MODEL = "PowerStore 1000T"
 RELEASE = "3.6.0.0"
 APPLIANCE_ID = "A1"
@@ -97,6 +102,27 @@ def select(objects: list[dict[str, Any]], query: dict[str, str]) -> list[dict[st
         picked = [o for o in picked if keep(o)]
     fields = [f.strip() for f in query.get("select", "id").split(",") if f.strip()]
     return [{f: o[f] for f in fields if f in o} for o in picked]
+
+
+def page(objects: list[dict[str, Any]], query: dict[str, str], range_header: str | None = None) -> Response:
+    """One page of a collection: ``offset``/``limit`` (gopowerstore) or a ``Range: first-last`` header
+    (PyPowerStore); 206 with a Content-Range when others remain."""
+    try:
+        limit = int(query.get("limit", DEFAULT_LIMIT))
+        offset = int(query.get("offset", 0))
+        if range_header and re.fullmatch(r"\s*\d+-\d+\s*", range_header):
+            first, last = (int(x) for x in range_header.split("-"))
+            offset, limit = first, min(MAX_LIMIT, max(1, last - first + 1))
+    except ValueError:
+        return error(400, E_BAD_REQUEST, f"limit={query.get('limit')} offset={query.get('offset')}")
+    if not 1 <= limit <= MAX_LIMIT or offset < 0:
+        return error(400, E_BAD_REQUEST, f"limit must be 1..{MAX_LIMIT} and offset at least 0")
+    total = len(objects)
+    part = objects[offset : offset + limit]
+    if offset == 0 and len(part) == total:
+        return json_response(200, part)
+    last = offset + len(part) - 1
+    return json_response(206, part, [("Content-Range", f"{offset}-{max(last, offset)}/{total}")])
 
 
 def _only(volume: str) -> Callable[[Snapshot], list[str]]:
@@ -198,7 +224,7 @@ class PowerStoreArray(SimHttpsServer):
             picked = select(hit, query)
             return picked if isinstance(picked, Response) else json_response(200, picked[0])
         picked = select(objects, req.query)
-        return picked if isinstance(picked, Response) else json_response(200, picked)
+        return picked if isinstance(picked, Response) else page(picked, req.query, req.header("Range"))
 
     # --- objects ---------------------------------------------------------------------------------
     def _login_session(self, s: Session) -> dict[str, Any]:

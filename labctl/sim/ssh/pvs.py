@@ -13,10 +13,12 @@ device. Fields per device::
     Active             true | false
     Status             "<retries>,<RAM cache %>"  e.g. "3,0"; "" while the device is inactive
     ServerName         the streaming server the device is connected to; "" while inactive
-    Ip                 "127.20.1.1"; null while inactive
+    Ip                 "127.20.1.1"; "0.0.0.0" while inactive (Citrix's PvsDeviceInfo reference)
     BootTime           seconds from first network contact to agent start (3 decimals); null
-                       while booting or off
-    DiskVersion        1
+                       while booting or off. NOT a field of Citrix's PvsDeviceInfo (PVS 1903
+                       PowerShell-with-objects reference): this simulator's own, named in
+                       docs/conformance.md as unverified
+    DiskVersion        1; 0 while inactive (the reference)
     SiteName, CollectionName, DiskLocatorName
 
 The quirk of ``ConvertTo-Json``: one device is printed as a bare object, not an array of one;
@@ -121,6 +123,9 @@ def site_devices(env: MachineEnv) -> list[DeviceStatus]:
     return out
 
 
+INACTIVE_IP = "0.0.0.0"  # PvsDeviceInfo.Ip of a device that is not active
+
+
 def pvs_mac(mac: str) -> str:
     return mac.replace(":", "-").replace(".", "-").upper()
 
@@ -135,9 +140,9 @@ def device_object(d: DeviceStatus) -> dict[str, Any]:
         "Active": d.active,
         "Status": f"{d.retries},{RAM_CACHE_PCT}" if d.active else "",
         "ServerName": d.server if d.active else "",
-        "Ip": d.ip if d.active else None,
+        "Ip": d.ip if d.active else INACTIVE_IP,
         "BootTime": boot,
-        "DiskVersion": DISK_VERSION,
+        "DiskVersion": DISK_VERSION if d.active else 0,
         "SiteName": SITE,
         "CollectionName": COLLECTION,
         "DiskLocatorName": DISK_LOCATOR,

@@ -16,7 +16,9 @@ Output of ``typeperf "<counter>" ... -sc N [-si S]`` (CRLF line ends)::
   (no ``_Total``: Windows has none for that object); ``Processor`` gets ``0``..``n-1`` then
   ``_Total`` (per-CPU columns report the machine average: the twin models cores as a pool).
 - Timestamps: row k is stamped ``start + k * S`` lab seconds (its sample time), in the box's local
-  time, which is UTC on simulated boxes, ``MM/DD/YYYY HH:MM:SS.mmm``.
+  time, ``MM/DD/YYYY HH:MM:SS.mmm``, with no zone in the header, as console typeperf prints them:
+  the zone is the server's declared ``time_zone:`` (UTC when it declares none), so a lab with a
+  server off UTC exercises the client's conversion instead of hiding it.
 - Every row is emitted, even when the simulator was starved (the event loop or the process did
   not run for a while): on waking, the loop writes each row whose time has passed, each stamped
   with its own time and computed from the twin's raw counters at that time. The twin answers only
@@ -46,6 +48,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 from labctl.sim.catchup import boundaries, fraction, interpolate
 from labctl.sim.ssh.cmdline import Segment
@@ -290,8 +293,9 @@ def expand(path: str, env: MachineEnv, reading: CounterSnapshot) -> list[Column]
     return [Column(obj, i, c) for c in counters for i in instances]
 
 
-def _timestamp(lab_time: float) -> str:
-    dt = datetime.fromtimestamp(lab_time, tz=UTC)
+def _timestamp(lab_time: float, time_zone: str | None = None) -> str:
+    """The box's local time with no zone, as console typeperf prints it (UTC when none is declared)."""
+    dt = datetime.fromtimestamp(lab_time, tz=ZoneInfo(time_zone) if time_zone else UTC)
     return dt.strftime("%m/%d/%Y %H:%M:%S.") + f"{dt.microsecond // 1000:03d}"
 
 
@@ -427,7 +431,13 @@ async def run(sh: Shell, seg: Segment) -> int:
                 break
             here = at_time(last, cur, t)
             rows.append(
-                sep.join([f'"{_timestamp(t)}"', *(_fmt(c.value(prev, here)) for c in columns)]) + CRLF
+                sep.join(
+                    [
+                        f'"{_timestamp(t, sh.env.machine.time_zone)}"',
+                        *(_fmt(c.value(prev, here)) for c in columns),
+                    ]
+                )
+                + CRLF
             )
             prev = here
             emitted += 1

@@ -7,6 +7,9 @@ The wire protocol follows the real array:
   send back;
 - collections answer ``{"@base", "updated", "links", "entries": [{"content": {...}}]}`` with only
   ``id`` and the attributes named in ``fields=``; ``compact=true`` leaves out the per-entry links;
+  they come in pages of ``per_page`` (at most and by default 2,000) with ``links`` ``self`` and,
+  while more follow, ``next`` (``&page=N``), as a real array's two-page metric catalogue shows
+  (storops' recording; the simulator answered everything as page 1 before);
 - a real-time metric query (``POST /api/types/metricRealTimeQuery/instances``) samples the lab
   twin's cumulative volume counters (:class:`~labctl.sim.arrays.feed.ArrayFeed`) when it is created
   and then on every interval boundary (lab time a multiple of ``interval``, so timestamps are round
@@ -62,6 +65,7 @@ COOKIE = "mod_sec_emc"
 CSRF_HEADER = "EMC-CSRF-TOKEN"
 IDLE_TIMEOUT_S = 3600.0  # lab seconds without a request before a session ends
 QUERY_EXPIRATION_S = 3600.0  # a real-time query not read for this long is deleted
+MAX_PER_PAGE = 2000  # a collection's page: per_page is at most (and by default) this
 # how long a sample stays in metricQueryResult, lab seconds: long enough for a reader that was
 # held up (a simulator starved through a whole boot storm: up to ~10 lab minutes seen on a loaded
 # 2-core machine) to still find every sample; readers keep the newest timestamp they saw
@@ -341,9 +345,19 @@ class UnityArray(SimHttpsServer):
             objects = [o for o in objects if _matches(o, terms)]
         compact = req.query.get("compact", "").lower() == "true"
         now = unity_time(self._now())
+        # pages as the array cuts them: per_page (at most 2,000, the default), page from 1
+        try:
+            per_page = min(MAX_PER_PAGE, max(1, int(req.query.get("per_page", MAX_PER_PAGE))))
+            page = max(1, int(req.query.get("page", 1)))
+        except ValueError:
+            per_page, page = MAX_PER_PAGE, 1
+        pages = max(1, -(-len(objects) // per_page))
+        objects = objects[(page - 1) * per_page : page * per_page]
         query = unquote(req.raw_query)
-        kept = [p for p in query.split("&") if p and not p.lower().startswith(("compact=", "per_page="))]
-        base_query = "&".join([*kept, "per_page=2000", *(["compact=true"] if compact else [])])
+        kept = [
+            p for p in query.split("&") if p and not p.lower().startswith(("compact=", "per_page=", "page="))
+        ]
+        base_query = "&".join([*kept, f"per_page={per_page}", *(["compact=true"] if compact else [])])
         type_path = req.path.rstrip("/")
         instance_base = self._base_url(
             req, type_path.replace("/api/types/", "/api/instances/").rsplit("/", 1)[0]
@@ -365,7 +379,15 @@ class UnityArray(SimHttpsServer):
         out: dict[str, Any] = {
             "@base": self._base_url(req, type_path, base_query),
             "updated": now,
-            "links": [{"rel": "self", "href": "&page=1"}],
+            "links": [
+                {"rel": "self", "href": f"&page={page}"},
+                *(
+                    [{"rel": "first", "href": "&page=1"}, {"rel": "prev", "href": f"&page={page - 1}"}]
+                    if page > 1
+                    else []
+                ),
+                *([{"rel": "next", "href": f"&page={page + 1}"}] if page < pages else []),
+            ],
         }
         if not compact:
             out["entryCount"] = len(entries)

@@ -279,8 +279,11 @@ class BootStorm(Kind):
                 q = max(queues, key=lambda x: x.observed or 0.0)
                 limit = band_text(q.pass_band, q.unit, expression=False).removeprefix("≤ ")
                 expr = words(q.pass_band.max_expr) if q.pass_band is not None and q.pass_band.max_expr else ""
+                verb = {"mean": "averages", "peak": "peaks", "max": "peaks"}.get(
+                    q.statistic, f"has a {q.statistic} of"
+                )
                 sentence += (
-                    f"; the write-cache disk queue averages at most {with_unit(q.observed, q.unit, 2)} "
+                    f"; the write-cache disk queue {verb} at most {with_unit(q.observed, q.unit, 2)} "
                     f"(limit {limit}" + (f": {expr})" if expr else ")")
                 )
             marginal = sorted(
@@ -366,10 +369,9 @@ def _lab_volume(ctx: Context, c: CellView) -> dict | None:
 
 def _nic_sizing(ctx: Context, cells: Sequence[CellView]) -> Section | None:
     for cfg, group in by_config(cells).items():
-        measured = [c for c in group if c.whole]
-        if not measured:
+        c, _ = supported(group)  # the largest group certified: sizing never speaks of a failed one
+        if c is None:
             continue
-        c = measured[-1]  # the largest group measured over a whole window
         server = c.entity("streaming_server")
         picked = pick(NIC, server, [c]) if server else None
         m = c.metric(picked.entity, picked.metric) if picked is not None and picked.factor == 1.0 else None
@@ -423,118 +425,104 @@ def _nic_sizing(ctx: Context, cells: Sequence[CellView]) -> Section | None:
     return None
 
 
-def _storage_sizing(ctx: Context, cells: Sequence[CellView]) -> Section | None:
-    paths = [ctx.inputs.run_of(c).path for c in cells]
-    for path in dict.fromkeys(paths):  # the first run with storm cells
-        try:
-            measured = run_profile(path)
-        except BadInputError as exc:
-            return Section("Write-cache storage", [Text(f"Not sized from this run: {exc}")])
-        cell = next((c for c in cells if c.id == measured.array.cell), None)
-        volume = _lab_volume(ctx, cell) if cell is not None else None
-        rpm = int(volume.get("rpm") or 0) if volume else 0
-        drive = RPM_DRIVE.get(rpm)
-        lab = ctx.inputs.lab(cell.configuration if cell else None)
-        desktops = sum(1 for m in (lab.machines.values() if lab else []) if m.get("kind") == "client") or max(
-            (c.group_size or 0 for c in cells), default=1
-        )
-        result = size_from_measurements(
-            measured.profile, desktops, drive=drive, drive_raid=measured.array.raid
-        )
-        boot = measured.chosen.get(Phase.BOOT)
-        a = measured.array
-        set_text = (
-            f"{volume.get('disks')} × {num(rpm / 1000, 1)}K rpm disks in {a.raid}"
-            if volume and rpm
-            else str(a.raid)
-        )
-        rows: list[list[str | Cell]] = []
-        if boot is not None:
-            where = next((c for c in cells if c.id == boot.cell), None)
-            rows.append(
-                [
-                    "write-cache IOPS per client while booting",
-                    f"{num(float(boot.iops_per_desktop), 2)} IOPS at {num(float(boot.write_share) * 100, 0)} % writes "
-                    f"in {cell_label(where) if where else boot.cell}",
-                ]
-            )
-        carried = [
-            c
-            for c in cells
-            if passed(c)
-            and (q := queue_criterion(c)) is not None
-            and q.outcome is Outcome.PASS
-            and c.configuration == (cell.configuration if cell else c.configuration)
-        ]
-        rows.append(
-            [
-                "the most IOPS the set carried with its queue inside the pass band",
-                f"{num(float(a.iops))} IOPS on {set_text}, in {cell_label(cell) if cell else a.cell}",
-            ]
-        )
-        if carried:
-            largest = max(carried, key=lambda c: c.group_size or 0)
-            rows.append(
-                [
-                    "the largest group booted with the set's queue inside its pass band",
-                    Cell(cell_label(largest)),
-                ]
-            )
-        rows.append(
-            [
-                "clients per set by the IOPS arithmetic"
-                + (" (a lower bound: the set was never saturated)" if measured.lower_bound else ""),
-                Cell(f"{result.desktops_per_array}"),
-            ]
-        )
-        seen = max((c.group_size or 0 for c in carried), default=0)
-        fewer = seen > result.desktops_per_array
-        if result.boot_drives is not None:
-            rows.append(
-                [
-                    f"drives for a boot storm of {desktops} clients (rule of thumb, {result.boot_drives.raid})",
-                    f"{result.boot_drives.drives} × {DRIVE_WORDS.get(drive, str(drive)) if drive else ''} drives at "
-                    f"{num(float(result.boot_drives.iops_per_drive), 0)} IOPS each",
-                ]
-            )
-        blocks: list[Block] = [
-            Text(
-                "The write-cache volume takes the clients' writes during a boot storm. The boot phase runs from the "
-                "wake until the last client was ready; the volume's average IOPS over it, divided by the clients "
-                "booting, is what one client costs. Its reads and writes are not recorded apart, so every I/O is "
-                "counted as a write (the safe side: each costs the RAID write penalty)."
-                if boot is not None and boot.write_share == 1
-                else "The write-cache volume takes the clients' writes during a boot storm; the figures below are "
-                "the volume's average IOPS over each boot phase, divided by the clients booting."
-            ),
-            Table.of("Write-cache storage: the answer", ("quantity", "value"), rows),
-            Formula(tuple(result.lines()), "labctl size measured --run: the arithmetic"),
-        ]
-        if measured.lower_bound:
-            blocks.append(
-                Text(
-                    "The write-cache set's queue stayed inside its pass band in every group: it was never saturated, "
-                    "so the clients per set is what it was seen to carry, a lower bound. The drive count is the "
-                    "rule-of-thumb figure for the load, with no credit for the controller's write-back cache.",
-                    note=True,
-                )
-            )
-        if fewer and boot is not None:
-            where = next((c for c in cells if c.id == boot.cell), None)
-            blocks.append(
-                Text(
-                    f"The arithmetic gives fewer clients per set ({result.desktops_per_array}) than the set was "
-                    f"seen to carry ({seen}): it charges every client the heaviest cost per client measured, "
-                    f"in {cell_label(where) if where else boot.cell}, while in larger groups the boots spread "
-                    f"over a longer phase and each client cost less. Rely on the {seen} measured; the "
-                    "arithmetic is the figure for a load as dense as the heaviest measured.",
-                    note=True,
-                )
-            )
-        if drive is None:
-            blocks.append(Text(f"No drive type is known for {rpm} rpm: no drive count given.", note=True))
-        return Section("Write-cache storage", blocks)
+def certified(cells: Sequence[CellView]) -> tuple[str, CellView, list[CellView]] | None:
+    """(configuration, its largest certified group, the groups up to it) of the first configuration
+    with a certified group: what the sizing speaks of."""
+    for cfg, group in by_config(cells).items():
+        best, _ = supported(group)
+        if best is not None:
+            return cfg, best, [c for c in group if (c.group_size or 0) <= (best.group_size or 0)]
     return None
+
+
+def _storage_sizing(ctx: Context, cells: Sequence[CellView]) -> Section | None:
+    """The write-cache set for the load the document certifies, from what the set was measured to
+    carry: the cost per client in the largest certified group, and what each of the set's drives
+    carried then. So the answer agrees with the verdict (the certified group on the drives it ran
+    on); a larger population scales from the same measured figures."""
+    found = certified(cells)
+    if found is None:
+        return Section(
+            "Write-cache storage",
+            [
+                Text(
+                    "No boot-storm group is certified, so nothing is sized: sizing reads certified groups only."
+                )
+            ],
+        )
+    cfg, best, upto = found
+    run = ctx.inputs.run_of(best)
+    try:
+        measured = run_profile(run.path, {c.id for c in upto if ctx.inputs.run_of(c) is run})
+    except BadInputError as exc:
+        return Section("Write-cache storage", [Text(f"Not sized from this run: {words(str(exc))}")])
+    volume = _lab_volume(ctx, best)
+    rpm = int(volume.get("rpm") or 0) if volume else 0
+    disks = int(volume.get("disks") or 0) if volume else 0
+    a = measured.array
+    n = best.group_size or 1
+    set_text = f"{disks} × {num(rpm / 1000, 1)}K rpm disks in {a.raid}" if disks and rpm else str(a.raid)
+    per_drive = measured.profile.array.raw_iops / disks if disks else None
+    result = size_from_measurements(
+        measured.profile, n, iops_per_drive=per_drive, drive_raid=a.raid if per_drive is not None else None
+    )
+    boot = measured.chosen.get(Phase.BOOT)
+    rows: list[list[str | Cell]] = [
+        ["the load certified", Cell(f"{clients(n)} woken at once ({cfg})")],
+    ]
+    if boot is not None:
+        where = next((c for c in cells if c.id == boot.cell), None)
+        rows.append(
+            [
+                "write-cache IOPS per client while booting",
+                f"{num(float(boot.iops_per_desktop), 2)} IOPS at {num(float(boot.write_share) * 100, 0)} % writes "
+                f"in {cell_label(where) if where else boot.cell}",
+            ]
+        )
+    rows.append(
+        [
+            "what the set carried with its queue inside its bands"
+            + (" (a lower bound: it never left its pass band)" if measured.lower_bound else ""),
+            f"{num(float(a.iops))} IOPS on {set_text}",
+        ]
+    )
+    if per_drive is not None:
+        rows.append(["what each drive carried then (back-end I/Os)", f"{num(float(per_drive))} IOPS"])
+    rows.append(["clients per set by the measured figures", Cell(str(result.desktops_per_array))])
+    if result.boot_drives is not None:
+        rows.append(
+            [
+                f"drives for a boot storm of {clients(n)}",
+                Cell(f"{result.boot_drives.drives} in {result.boot_drives.raid}"),
+            ]
+        )
+    blocks: list[Block] = [
+        Text(
+            "The write-cache volume takes the clients' writes during a boot storm. The boot phase runs from the "
+            "wake until the last client was ready; the volume's average IOPS over it, divided by the clients "
+            f"booting, is what one client costs, taken in the largest certified group ({clients(n)}). "
+            + (
+                "Its reads and writes are not recorded apart, so every I/O is counted as a write (the safe side: "
+                "each costs the RAID write penalty). "
+                if boot is not None and boot.write_share == 1
+                else ""
+            )
+            + "The drives are sized by what each drive of the set carried in that group (its controller's "
+            "write-back cache included), so the answer is the configuration certified; a larger population "
+            "scales from the same figures (labctl size measured --run RUN --desktops N)."
+        ),
+        Table.of("Write-cache storage: the answer", ("quantity", "value"), rows),
+        Formula(tuple(result.lines()), "labctl size measured --run: the arithmetic"),
+    ]
+    if measured.lower_bound:
+        blocks.append(
+            Text(
+                "The write-cache set's queue stayed inside its pass band: it was never saturated, so what it "
+                "carried is a lower bound of what it can carry.",
+                note=True,
+            )
+        )
+    return Section("Write-cache storage", blocks)
 
 
 register(BootStorm())
