@@ -455,7 +455,7 @@ class VdiStorm(Scenario):
                         )
             result.window = Window(start_ts_s=start, end_ts_s=lab.clock.now())
             self._derive(lab, ctx, result)
-        except LabctlError as exc:  # the lab failed the cell (vCenter died, ...): said, never lost
+        except (LabctlError, OSError) as exc:  # the lab failed the cell (vCenter died, ...): said, never lost
             current = next((p.name for p in reversed(phases.items)), "prepare")
             if current == "prepare":
                 result.prepare_failed = result.prepare_failed or str(exc)
@@ -519,7 +519,7 @@ class VdiStorm(Scenario):
         that cannot be read is named by the recorder, as a source that kept failing)."""
         try:
             return read_vdi_state(lab, desktops).faults()
-        except LabctlError as exc:
+        except (LabctlError, OSError) as exc:
             return [f"the desktops' state could not be read from vCenter: {exc}"]
 
     def _boot(self, lab: LabSession, ctx: CellContext, pre: list[str], result: VdiStormResult) -> None:
@@ -550,9 +550,11 @@ class VdiStorm(Scenario):
                 time_to_ready_s=(r.at - t0) if r.at is not None else None,
                 detail=r.detail,
             )
-        if late and not ctx.stop.is_set():
-            result.prepare_failed = (
-                f"{len(late)} of {len(pre)} desktops not up in the boot storm (first: {late[0]})"
+        if late and not ctx.stop.is_set():  # the lab's fault (a power task failed, ...): named, with why
+            why = ready[late[0]].detail
+            result.broke_off = (
+                f"boot: {len(late)} of {len(pre)} desktops not up in the boot storm "
+                f"(first: {late[0]}{': ' + why if why else ''})"
             )
         ctx.progress(Progress("boot", result.booted_in_boot, len(pre), window_left_s=st.boot_settle_s))
         clock.sleep(st.boot_settle_s, ctx.stop)

