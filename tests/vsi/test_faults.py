@@ -134,15 +134,18 @@ def test_bmcs_answering_503_or_hanging_are_lab_faults_named_and_the_healthy_bmc_
     tmp_path: Path,
 ) -> None:
     faults = "- {kind: bmc_503, targets: [infra-01]}\n- {kind: bmc_hang, targets: [infra-02]}"
-    lab = vdi_lab(tmp_path, desktops=3, bmcs=3, faults=faults)
+    # 20x: a wall hiccup of the loaded test machine costs a third of the lab seconds it would at 60x
+    lab = vdi_lab(tmp_path, desktops=3, bmcs=3, faults=faults, time_scale=20)
     code, out = _run_vdi(tmp_path, lab, "--param", "steady_s=120")
     assert code == 1, out[-3000:]
     folder = _run_folder(tmp_path)
     cell = _cell_record_complete(folder)
     assert cell.outcome is Outcome.LAB_FAULT, cell.reason
-    # (a 503 is retried with the Retry-After it gives: the read may still be running at the end)
-    assert "BMC infra-01 failed" in cell.reason, cell.reason
-    assert "BMC infra-02 failed" in cell.reason and "no answer" in cell.reason, cell.reason
+    assert "BMC infra-01 failed" in cell.reason and "BMC infra-02 failed" in cell.reason, cell.reason
+    errors = {e["target"]: e["detail"]["error"] for e in _events(folder, "source.error")}
+    assert "no answer" in errors["infra-02"], errors  # the hanging one
+    # (a 503 is retried with the Retry-After it gives: its read may still be out at the end)
+    assert "503" in errors["infra-01"] or "no answer" in errors["infra-01"], errors
     healthy = cell.metric("redfish", "infra-03", "power_w")
     assert healthy is not None and healthy.coverage is not None and healthy.coverage >= 0.9, healthy
     assert _verdict(folder, CELL).criteria, "the measured criteria are still judged"
