@@ -11,7 +11,7 @@ GOVMOMI_VERSION := v0.46.3
 # The lease store and site agents' hub (JetStream key-value, leaf nodes); exact, from the Go module proxy.
 NATS_SERVER_VERSION := v2.11.17
 
-.PHONY: help install demo test lint typecheck unit bench clean postgresql-server pdf-libs ipmi-tools rdp-debs
+.PHONY: help install demo test lint typecheck unit bench clean postgresql-server pdf-libs ipmi-tools rdp-debs snmp-client
 
 help:
 	@echo "make demo   install everything, start the simulated lab, run the boot-storm plan, build the report"
@@ -96,7 +96,16 @@ rdp-debs:
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold $(RDP_DEBS) >/dev/null
 
-install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim $(BIN)/nats-server node_modules/.bin/allure postgresql-server pdf-libs ipmi-tools rdp-debs
+# net-snmp's snmpwalk / snmpbulkwalk: the independent SNMP client the conformance suite walks the
+# simulated EqualLogic agent with (tests/conformance/snmp).
+snmp-client:
+	@if command -v snmpwalk >/dev/null 2>&1 && command -v snmpbulkwalk >/dev/null 2>&1; then exit 0; fi; \
+	echo "installing Debian's snmp (net-snmp's client tools for the conformance suite)"; \
+	$(SUDO) apt-get update -qq && \
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends snmp >/dev/null && \
+	command -v snmpwalk >/dev/null
+
+install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim $(BIN)/nats-server node_modules/.bin/allure postgresql-server pdf-libs ipmi-tools rdp-debs snmp-client
 
 # The main job on the simulated lab: check the inventory, then the 2007 boot storm (1 to 100
 # clients) with live progress; the simulated lab is started for the run and stopped after it.

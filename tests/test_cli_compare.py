@@ -226,3 +226,42 @@ def test_a_run_of_unknown_kind_is_compared_with_a_note(results: Path, labctl: La
     (old / "run.json").write_text(json.dumps(info))
     code, out = labctl("compare", new.name, old.name)
     assert code == 0 and f"{old.name}: profile and parameters not recorded" in out
+
+
+def test_the_vdi_headline_in_runs_and_compare(results: Path, labctl: Labctl) -> None:
+    from tests.report.synthetic_vdi import make_vdi_run
+
+    base = make_vdi_run(results, run_id="20261120-020000-vdi_storm-0001", sizes=(50,))
+    now = make_vdi_run(results, run_id="20261121-020000-vdi_storm-0002", sizes=(50,), saturate_at=41)
+    assert labctl("runs", "import", "--all")[0] == 0
+    code, out = labctl("runs", "--json")
+    heads = {r["run_id"]: r["headline"] for r in json.loads(out)}
+    assert heads[base.name].startswith("not saturated up to 50 sessions (baseline 0.80 s); ")
+    assert heads[now.name].startswith("saturated at 41 sessions") and "desktops good" in heads[now.name]
+    code, out = labctl("runs", "show", now.name)
+    assert code == 0 and "headline: saturated at 41 sessions" in out
+    code, out = labctl("compare", now.name, base.name)
+    assert code == 0, out
+    assert "index: saturated at 41 sessions (baseline 0.80 s)" in out
+    assert "(baseline: not saturated up to 50 sessions" in out
+    assert json.loads((now / "compare.json").read_text())["headlines"]["vdi_storm-default-050"]["run"]
+
+
+def test_runs_show_has_the_columns_of_its_plan_kind(results: Path, labctl: Labctl) -> None:
+    """A VDI run shows desktops, logons, the arrays and the index; a 2007 run its boot figures
+    (a VDI run's columns were the 2007 ones, all '-', and its array counted as a client)."""
+    from tests.report.synthetic_vdi import make_vdi_run
+
+    vdi = make_vdi_run(results, sizes=(50,))
+    streaming = make_run(results, seed=1)
+    assert labctl("runs", "import", "--all")[0] == 0
+
+    code, out = labctl("runs", "show", vdi.name)
+    assert code == 0, out
+    assert "logon mean s" in out and "array IOPS peak" in out and "boot mean s" not in out
+    row = next(line for line in out.splitlines() if "vdi_storm" in line and "default" in line)
+    assert " 50 " in f" {row} "  # the desktops, not desktops + the array
+
+    code, out = labctl("runs", "show", streaming.name)
+    assert code == 0, out
+    assert "boot mean s" in out and "logon mean s" not in out

@@ -91,7 +91,7 @@ def test_bad_inventory_stops_the_session_with_its_problem_lines(pytester: pytest
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     # pytester runs in the test's folder, so the file shows relative to it, as for a user
-    assert "\nbad.yaml:68: servers[0].hardware.volumes[1].disks: RAID 10 cannot be formed" in err
+    assert "\nbad.yaml:69: servers[0].hardware.volumes[1].disks: RAID 10 cannot be formed" in err
     assert "Traceback" not in err and "must not run" not in result.stdout.str()
 
 

@@ -21,6 +21,7 @@ from labctl.cli.common import lab_name, resolve_results_dir, results_dir_option
 from labctl.cli.runs_cmd import open_cli_store, store_option
 from labctl.errors import EXIT_OK, BadInputError
 from labctl.inventory.lab_ref import looks_like_file
+from labctl.inventory.userfile import load_user_json
 from labctl.store import BaselineSet, ResultsStore, import_run
 from labctl.store.rows import now_utc
 
@@ -232,8 +233,10 @@ def export(lab: str | None, plan: str | None, store_url: str | None, results_dir
 @results_dir_option("Where run folders are")
 def load(file: Path, store_url: str | None, results_dir: Path | None) -> int:
     """Add the sets in FILE to the store (a set already there is written again, not doubled)."""
+    # a user's file: regular, bounded, shallow (labctl.inventory.userfile; UserFileError is exit 2)
+    exported = load_user_json(file, what="baseline export")
     try:
-        sets = [BaselineSet.model_validate(d) for d in json.loads(file.read_text(encoding="utf-8"))]
+        sets = [BaselineSet.model_validate(d) for d in exported]
     except (ValueError, TypeError) as exc:
         raise BadInputError(
             f"{file}: not an export of `labctl baseline export`: {str(exc).splitlines()[0]}"

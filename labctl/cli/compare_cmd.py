@@ -9,11 +9,9 @@ from typing import TYPE_CHECKING
 import click
 
 from labctl.cli.common import resolve_results_dir, results_dir_option
-from labctl.cli.runs_cmd import index_text, open_cli_store, store_option
+from labctl.cli.runs_cmd import cell_headline, open_cli_store, store_option
 from labctl.errors import BadInputError
-from labctl.recorder.cell_files import read_cell_records
 from labctl.records.figures import RunFigures
-from labctl.records.run_record import ResponseIndex
 from labctl.store import ResultsStore, StoreError
 from labctl.store.folder import read_run_folder
 from labctl.store.rows import utc
@@ -38,33 +36,15 @@ def load_figures(ref: str, results: Path, store: ResultsStore) -> tuple[RunFigur
     return figures, None, []
 
 
-def response_indexes(store: ResultsStore, run_id: str, folder: Path | None) -> dict[str, ResponseIndex]:
-    """The response-time index of each VDI cell of a run: from its folder, else from the store."""
-    if folder is not None:
-        return {
-            c: r.summary.response_index
-            for c, r in read_cell_records(folder).items()
-            if r.summary.response_index is not None
-        }
-    out = {}
-    query = "SELECT cell, response_index_json FROM cells WHERE run_id = ? AND response_index_json IS NOT NULL"
-    for cell, text in store.sql(query, [run_id]).rows:
-        try:
-            out[str(cell)] = ResponseIndex.model_validate_json(text)
-        except ValueError:
-            continue
-    return out
-
-
-def index_headlines(
-    now: dict[str, ResponseIndex], base: list[dict[str, ResponseIndex]]
-) -> dict[str, dict[str, str]]:
-    """{cell: {"run": headline, "baseline": headline}} of the cells with an index (the baseline's
-    of its first run that has one), for the comparison's text."""
+def index_headlines(now: RunFigures, base: list[RunFigures]) -> dict[str, dict[str, str]]:
+    """{cell: {"run": headline, "baseline": headline}} of the VDI cells (their response-time index
+    figures; the baseline's of its first run that has one), for the comparison's text."""
     out: dict[str, dict[str, str]] = {}
-    for cell in sorted({*now, *(c for b in base for c in b)}):
-        run_text = index_text(now.get(cell))
-        base_text = next((t for t in (index_text(b.get(cell)) for b in base) if t), "")
+    for cell in sorted({*now.cells, *(c for b in base for c in b.cells)}):
+        run_text = cell_headline(now.cells[cell].figures) if cell in now.cells else ""
+        base_text = next(
+            (t for t in (cell_headline(b.cells[cell].figures) for b in base if cell in b.cells) if t), ""
+        )
         if run_text or base_text:
             out[cell] = {"run": run_text, "baseline": base_text}
     return out
@@ -214,11 +194,9 @@ def compare(
     store = open_cli_store(store_url, results_dir)
     now, folder, notes = load_figures(run, results, store)
     baseline_set = None
-    base_folders: dict[str, Path | None] = {}
     if baselines:
         loaded = [load_figures(b, results, store) for b in baselines]
         base = [f for f, _, _ in loaded]
-        base_folders = {f.run_id: p for f, p, _ in loaded}
         notes += [n for _, _, ns in loaded for n in ns]
     else:
         found = stored_baseline(store, now.lab, now.plan, kind_key(now))
@@ -230,13 +208,7 @@ def compare(
         history_required=not baselines, allow_unlike=allow_unlike,
     )  # fmt: skip
     result.notes += notes
-    try:  # the VDI cells' response-time index headlines, run and baseline side by side
-        result.headlines = index_headlines(
-            response_indexes(store, now.run_id, folder),
-            [response_indexes(store, b.run_id, base_folders.get(b.run_id)) for b in base],
-        )
-    except StoreError as exc:
-        result.notes.append(f"no index headlines: {exc}")
+    result.headlines = index_headlines(now, base)  # the VDI cells' index headlines, side by side
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     elif markdown:

@@ -9,7 +9,7 @@ never printed back (the password goes in PGPASSWORD or ~/.pgpass).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,7 +21,9 @@ from rich.table import Table
 
 from labctl.cli.common import lab_name, resolve_results_dir, results_dir_option
 from labctl.errors import EXIT_BAD_INPUT, EXIT_OK, BadInputError
-from labctl.records.run_record import ResponseIndex
+from labctl.records.figures import INDEX_FIGURES, Direction, Figure
+from labctl.report import run_columns
+from labctl.report.headline import headline_from_figures
 from labctl.store import (
     STORE_ENV,
     ResultsStore,
@@ -32,17 +34,6 @@ from labctl.store import (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-# figures `labctl runs show` prints per cell: (column, figure key or (kind, statistic) maximum over entities)
-SHOW_FIGURES: list[tuple[str, str | tuple[str, str]]] = [
-    ("boot mean s", "boot_time_s mean"),
-    ("boot max s", "boot_time_s max"),
-    ("retries mean", "retries mean"),
-    ("never booted", "never_booted count"),
-    ("copy mean s", "copy_s mean"),
-    ("CPU peak %", ("cpu_pct", "peak")),
-    ("queue peak", ("disk_queue_len", "peak")),
-]
 
 
 def store_option(f: F) -> F:
@@ -62,37 +53,35 @@ def open_cli_store(store_url: str | None, results_dir: Path | None) -> ResultsSt
     return open_store(store_url or default_store_url(resolve_results_dir(results_dir)))
 
 
-def index_text(ri: ResponseIndex | None) -> str:
-    """The words of a response-time index's headline (saturated at N sessions, or not up to N; the
-    share of good desktops); '' without one.
-
-    Seam: the one pure headline function is labctl/report/headline.py (the `vdireport` work,
-    merged at 06:00); until it is wired here, no headline is shown."""
-    return ""
+def cell_headline(figures: Mapping[str, Figure]) -> str:
+    """The words of a VDI cell's response-time index headline (saturated at N sessions, or not up
+    to N; the share of good desktops) from its key figures; '' for a cell without an index. The
+    one headline function is :func:`labctl.report.headline.headline_from_figures`, shared with the
+    terminal, the figures page and the certificate."""
+    head = headline_from_figures(figures)
+    return head.text if head is not None else ""
 
 
 def run_headlines(store: ResultsStore, run_ids: list[str]) -> dict[str, str]:
-    """The VDI headline of each stored run (its cells' response-time indexes; a cell's id before
-    its headline when a run has several), '' for runs without one."""
+    """The VDI headline of each stored run (its cells' index figures, one query for all; a cell's id
+    before its headline when a run has several), '' for runs without one."""
     if not run_ids:
         return {}
     marks = ", ".join("?" for _ in run_ids)
-    found: dict[str, list[tuple[str, str]]] = {}
+    keys = ", ".join(f"'{k}'" for k in INDEX_FIGURES)
     query = (
-        "SELECT run_id, cell, response_index_json FROM cells WHERE response_index_json IS NOT NULL "
-        f"AND run_id IN ({marks}) ORDER BY run_id, seq, cell"
+        "SELECT run_id, cell, figure, kind, statistic, source, entity, unit, direction, value, n, coverage "
+        f"FROM cell_figures WHERE figure IN ({keys}) AND run_id IN ({marks}) ORDER BY run_id, cell, figure"
     )
-    for run_id, cell, text in store.sql(query, run_ids).rows:
-        try:
-            words = index_text(ResponseIndex.model_validate_json(text))
-        except ValueError:
-            continue
-        if words:
-            found.setdefault(run_id, []).append((cell, words))
+    cells: dict[str, dict[str, dict[str, Figure]]] = {}
+    for d in store.sql(query, run_ids).dicts():
+        run_id, cell, key = d.pop("run_id"), d.pop("cell"), d.pop("figure")
+        d.update(unit=d["unit"] or "", direction=Direction(d["direction"]))
+        cells.setdefault(run_id, {}).setdefault(cell, {})[key] = Figure(key=key, **d)
     out = {}
     for run_id in run_ids:
-        cells = found.get(run_id, [])
-        out[run_id] = cells[0][1] if len(cells) == 1 else "; ".join(f"{c}: {w}" for c, w in cells)
+        found = [(c, w) for c, figs in cells.get(run_id, {}).items() if (w := cell_headline(figs))]
+        out[run_id] = found[0][1] if len(found) == 1 else "; ".join(f"{c}: {w}" for c, w in found)
     return out
 
 
@@ -276,19 +265,21 @@ def show(ctx: click.Context, run: str, as_json: bool, store_url: str | None, res
     click.echo(f"code:     labctl {row.labctl_version or '-'} {row.git_commit or ''}")
     if row.folder:
         click.echo(f"folder:   {row.folder}")
+    # the figure columns of the plan kinds the run's cells belong to (a VDI run: desktops, logons,
+    # IOPS per desktop, the index; a 2007 run: boot times, retries, the servers' peaks)
+    cols = run_columns.columns(figures.cells[c.cell].scenario for c in cells)
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("cell", "outcome", "clients", *(name for name, _ in SHOW_FIGURES), "reason"):
+    for col in ("cell", "outcome", "clients", *(col.title for col in cols), "reason"):
         t.add_column(col, overflow="fold")
     for c in cells:
-        figs = figures.cells[c.cell].figures
-        shown = []
-        for _, key in SHOW_FIGURES:
-            if isinstance(key, str):
-                shown.append(_num(figs[key].value) if key in figs else "-")
-            else:
-                vals = [f.value for f in figs.values() if (f.kind, f.statistic) == key]
-                shown.append(_num(max(vals)) if vals else "-")
-        t.add_row(c.cell, c.outcome, str(c.clients), *shown, c.reason or "")
+        cell_figs = figures.cells[c.cell]
+        t.add_row(
+            c.cell,
+            c.outcome,
+            run_columns.clients(cell_figs, c.clients),
+            *run_columns.row(cols, cell_figs),
+            c.reason or "",
+        )
     print_table(t)
     return EXIT_OK
 

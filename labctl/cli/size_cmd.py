@@ -346,9 +346,12 @@ def measured_cmd(
           --array-iops 10000 --array-write-share 87% --raid 10 --drive-type ssd
 
     \b
-    From a run (boot IOPS per client and the write-cache set's figures of a 2007 boot storm;
-    see labctl/sizing/from_run.py for what each kind of run gives):
+    From a run: a 2007 boot storm gives the boot IOPS per client of its largest passing group
+    and the write-cache set's figures; a VDI storm its passing cells' IOPS per desktop and write
+    share per phase and what one array carried inside its latency criterion (see
+    labctl/sizing/from_run.py for what each kind of run gives):
       labctl size measured --run RUN --desktops 100 --drive-type 10k
+      labctl size measured --run VDI_RUN --desktops 1270
     (RUN: a run folder, or a run id under results/, as `labctl runs` lists them)
     """
     given = {

@@ -134,6 +134,30 @@ def extended_message(resp: RestResponse) -> tuple[str, str]:
     return "", ""
 
 
+def retry_after_s(resp: RestResponse) -> float | None:
+    """Seconds to wait before retrying a 503: its Retry-After header, else the interval of a
+    ``Base.x.ServiceTemporarilyUnavailable`` message in the body (an iDRAC whose data sources are
+    not up yet puts "Retry in 30 seconds" there, MessageArgs ["30"])."""
+    header = parse_retry_after(resp.getheader("retry-after"))
+    if header is not None:
+        return header
+    try:
+        body = resp.dict
+    except Exception:
+        return None
+    err = body.get("error", body) if isinstance(body, dict) else None
+    infos = err.get("@Message.ExtendedInfo") if isinstance(err, dict) else None
+    for info in infos if isinstance(infos, list) else []:
+        if isinstance(info, dict) and str(info.get("MessageId", "")).endswith(
+            ".ServiceTemporarilyUnavailable"
+        ):
+            try:
+                return max(0.0, float((info.get("MessageArgs") or [])[0]))
+            except (IndexError, TypeError, ValueError):
+                return None
+    return None
+
+
 def _is_session_limit(message_id: str, message: str) -> bool:
     return "RAC0218" in message_id or "maximum number of user sessions" in message.lower()
 
@@ -167,7 +191,8 @@ class RedfishClient:
         self.retries_503 = 0  # how many 503s this client backed off from
         self._system_uri: str | None = None
         self._manager_uri: str | None = None
-        self._chassis_uri: str | None = None
+        self._chassis_uri: str | None = None  # where the power draw is read
+        self._power_kind = "Power"
         self.root: dict[str, Any] = {}
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -245,7 +270,7 @@ class RedfishClient:
             if resp.status == 503:
                 if attempt < self.backoff.attempts:
                     self.retries_503 += 1
-                    self._sleep(self.backoff.delay(attempt, parse_retry_after(resp.getheader("retry-after"))))
+                    self._sleep(self.backoff.delay(attempt, retry_after_s(resp)))
                     continue
                 if _is_session_limit(mid, msg):
                     why_basic = "session limit reached"
@@ -324,7 +349,7 @@ class RedfishClient:
             resp = self._raw(method, path, body, action)
             if resp.status == 503 and attempt < self.backoff.attempts:
                 self.retries_503 += 1
-                self._sleep(self.backoff.delay(attempt, parse_retry_after(resp.getheader("retry-after"))))
+                self._sleep(self.backoff.delay(attempt, retry_after_s(resp)))
                 continue
             if resp.status == 503:
                 raise self._busy_error(action, resp, attempt)
@@ -538,7 +563,10 @@ class RedfishClient:
         boot = self.system().get("Boot") or {}
         return str(boot.get("BootSourceOverrideTarget", "")), str(boot.get("BootSourceOverrideEnabled", ""))
 
-    def _chassis_power_uri(self) -> str:
+    def _power_source(self) -> tuple[str, str]:
+        """(resource kind, URI) of the server's power draw: the chassis's ``Power`` (what iDRAC
+        serves), or its ``EnvironmentMetrics`` on a service that has only the newer resources
+        (Redfish deprecated ``Power`` in 2020.4)."""
         if self._chassis_uri is None:
             system = self.system()
             links = (system.get("Links") or {}).get("Chassis") or []
@@ -551,17 +579,31 @@ class RedfishClient:
                 )
             )
             data = self.get(chassis, action="read the chassis")
-            self._chassis_uri = (data.get("Power") or {}).get("@odata.id") or f"{chassis}/Power"
-        return self._chassis_uri
+            power = (data.get("Power") or {}).get("@odata.id")
+            env = (data.get("EnvironmentMetrics") or {}).get("@odata.id")
+            if power or not env:
+                self._power_kind, self._chassis_uri = "Power", power or f"{chassis}/Power"
+            else:
+                self._power_kind, self._chassis_uri = "EnvironmentMetrics", env
+        return self._power_kind, self._chassis_uri
 
     def power_watts(self) -> float:
-        """``PowerControl[0].PowerConsumedWatts`` of the server's chassis."""
-        data = self.get(self._chassis_power_uri(), action="read power consumption")
+        """The server's power draw in watts: ``PowerControl[0].PowerConsumedWatts`` of the chassis's
+        Power resource, or ``PowerWatts.Reading`` of its EnvironmentMetrics (both in watts by the
+        schema)."""
+        action = "read power consumption"
+        kind, uri = self._power_source()
+        data = self.get(uri, action=action)
+        if kind == "EnvironmentMetrics":
+            reading = (data.get("PowerWatts") or {}).get("Reading")
+            if reading is None:
+                raise RedfishError(
+                    self.endpoint, action, "the chassis's EnvironmentMetrics report no PowerWatts"
+                )
+            return float(reading)
         ctl = data.get("PowerControl") or []
         if not ctl or ctl[0].get("PowerConsumedWatts") is None:
-            raise RedfishError(
-                self.endpoint, "read power consumption", "the chassis reports no PowerConsumedWatts"
-            )
+            raise RedfishError(self.endpoint, action, "the chassis reports no PowerConsumedWatts")
         return float(ctl[0]["PowerConsumedWatts"])
 
     def power_reading(self, now: Callable[[], float]) -> Reading:

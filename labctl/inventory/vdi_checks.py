@@ -35,6 +35,7 @@ AddProblem = Callable[[Loc, str, str], None]
 # resolver's per-kind name check); a clash across kinds is reported here.
 _MACHINE_KINDS = frozenset({"machine", "desktop"})
 _OWN_NAME_CHECK = frozenset({"host", "launcher", "PVS server", "datastore", "pool"})
+_ENDPOINT_KINDS = frozenset({"vCenter", "array"})
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,11 @@ def _reported_elsewhere(attr: str, a: Claim, b: Claim) -> bool:
         return True  # the loader's duplicate machine names and IPs
     if attr == "name" and a.kind == b.kind and a.kind in _OWN_NAME_CHECK:
         return True  # the resolver's "duplicate host name" etc.
+    kinds = {a.kind, b.kind}
+    if attr == "ip" and kinds & _ENDPOINT_KINDS and "machine" in kinds:
+        return True  # a vCenter appliance or array manager may be a VM or server of the file, at its IP
     # "pool has the name of a machine or group"
-    return attr == "name" and "pool" in {a.kind, b.kind} and bool({a.kind, b.kind} & _MACHINE_KINDS)
+    return attr == "name" and "pool" in kinds and bool(kinds & _MACHINE_KINDS)
 
 
 def check_unique(attr: str, claims: Iterable[Claim], add: AddProblem) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -112,11 +113,13 @@ def typed_params(config: pytest.Config, test_path: Path, marker: pytest.Mark) ->
 
 
 def plans_recorded(config: pytest.Config) -> dict[str, Any]:
-    """Each plan of the session with its profile and resolved parameters (the typed model's values,
-    defaults included), for run.json: what makes two runs alike (labctl.records.run_kind)."""
+    """Each plan of the session with its profile and resolved parameters (the profile's values with
+    the --plan-param overrides applied), for run.json: what makes two runs alike
+    (labctl.records.run_kind). Not the model's defaults: a parameter a later labctl adds must not
+    make every earlier run unlike (the code's version is recorded beside them)."""
     out: dict[str, Any] = {}
-    for (_, plan), (raw, typed) in sorted(config.stash.get(_typed_key, {}).items()):
-        values = typed.model_dump(mode="json") if isinstance(typed, BaseModel) else dict(raw.values)
+    for (_, plan), (raw, _typed) in sorted(config.stash.get(_typed_key, {}).items()):
+        values = json.loads(json.dumps(raw.values, default=str))  # as run.json will hold them
         out[plan] = {"profile": raw.profile, "source": raw.source, "values": values}
     return out
 

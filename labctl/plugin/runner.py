@@ -54,6 +54,7 @@ from labctl.records.run_record import (
 )
 from labctl.records.samples import Sample
 from labctl.records.series import Series
+from labctl.report.headline import headline_text
 from labctl.scenarios.base import CellHead, Progress, Scenario, ScenarioResult
 
 if TYPE_CHECKING:
@@ -208,7 +209,12 @@ class CellRunner:
         head = CellHead(cid, self.plan, scenario.name, self.env.configuration, scenario.parameters())
         recorder = Recorder(
             self.run_folder,
-            _sources(session, scenario.sample_interval_s(), scenario.poll_interval_s()),
+            _sources(
+                session,
+                scenario.sample_interval_s(),
+                scenario.poll_interval_s(),
+                scenario.recorded_sources(),
+            ),
             clock=session.clock,
             interval_s=scenario.poll_interval_s(),  # polled sources; typeperf streams at its own -si
             cell=cid,
@@ -283,6 +289,7 @@ class CellRunner:
                 broke = exc
                 record = broken_record(head, recorder, Outcome.ERROR, exc, summary=summary)
         sinks.cell_finished(record, recorder)
+        record = sinks.redacted(record)  # the console, pytest and the plan's asserts see no secret either
         self.progress_done(record, first=not display.lines)
         restore = record.summary.restore
         if self.interrupts.abort.is_set() and restore is not None and not restore.ok:
@@ -298,7 +305,8 @@ class CellRunner:
         assert self.progress is not None
         self.progress.cell_finished()
         line = verdict_line(record.cell, record.outcome, record.summary.reason, self.progress)
-        self.terminal.line(("\n" if first else "") + line)
+        headline = headline_text(record.summary.response_index)  # a VDI cell: read as VSImax is
+        self.terminal.line(("\n" if first else "") + line + (f"\n  index: {headline}" if headline else ""))
 
     @property
     def out(self) -> RunOutputs:
@@ -377,11 +385,16 @@ def _bare(head: CellHead, outcome: Outcome, reason: str) -> CellSummary:
     )
 
 
-def _sources(session: Any, sample_interval_s: float, poll_interval_s: float) -> list[Any]:
+def _sources(
+    session: Any, sample_interval_s: float, poll_interval_s: float, kinds: frozenset[str] | None = None
+) -> list[Any]:
     """Every metric source the lab offers for a cell: typeperf streaming a row every
     ``sample_interval_s``, the polled ones (device status, BMC power, arrays) read every
-    ``poll_interval_s``."""
-    return list(session.sources.for_plan(interval_s=sample_interval_s, poll_interval_s=poll_interval_s))
+    ``poll_interval_s``; with ``kinds`` (the scenario's ``recorded_sources``), those kinds only."""
+    srcs = list(session.sources.for_plan(interval_s=sample_interval_s, poll_interval_s=poll_interval_s))
+    if kinds is None:
+        return srcs
+    return [s for s in srcs if str(getattr(s, "name", "")).partition(":")[0] in kinds]
 
 
 def _evidence_png(verdict: CriterionVerdict, series: Sequence[Series]) -> bytes:

@@ -20,7 +20,7 @@ from typing import Any
 from labctl.errors import LabctlError
 from labctl.inventory import bounds
 from labctl.inventory.load import load_lab
-from labctl.inventory.userfile import UserFileError, load_user_yaml
+from labctl.inventory.userfile import UserFileError, load_user_yaml, read_user_bytes
 from labctl.recorder.runfolder import RESOLVED_INVENTORY_FILE, read_run_info
 from labctl.recorder.series import run_path
 
@@ -79,9 +79,9 @@ def resolved_lab(run: Any, configuration: str | None = None) -> ResolvedLab | No
     if info is None or not info.inventory_file:
         return None
     file = Path(info.inventory_file)
-    try:
-        raw = file.read_bytes()
-    except OSError:
+    try:  # the inventory a run names: a user's file, bounded like any inventory
+        raw = read_user_bytes(file, what="inventory", max_bytes=bounds.MAX_FILE_BYTES)
+    except (OSError, UserFileError):
         return None
     if hashlib.sha256(raw).hexdigest() != info.inventory_sha256:
         log.info("%s changed since run %s: configuration %s not read from it", file, path.name, configuration)

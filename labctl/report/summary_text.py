@@ -183,7 +183,7 @@ def shown_link(url: str, run_id: str) -> str:
     if "://" in url or not url.startswith("/"):
         return url
     _head, sep, rest = url.partition(f"/{run_id}/")
-    return rest if sep else url.rsplit("/", 1)[-1]
+    return rest if sep else url  # not under the run folder: nothing to make it relative to
 
 
 def _lines(v: NightVerdict, comparison: Comparison | None, links: Mapping[str, str], md: bool) -> list[str]:
@@ -201,6 +201,8 @@ def _lines(v: NightVerdict, comparison: Comparison | None, links: Mapping[str, s
                    f"({', '.join(code(r) for r in v.baseline_runs)}){hist}")  # fmt: skip
     else:
         out.append(f"run {code(v.run_id)}: no baseline for {v.lab} / {v.plan}, not compared")
+    if comparison is not None and comparison.unlike:  # e.g. a baseline set before sets had a profile
+        out.append(bold("Baseline not alike") + ": " + "; ".join(comparison.unlike))
     if v.regressed and comparison is not None:
         out += ["", bold("Regressions") + " (the responsible metrics first)"]
         for c in comparison.of(CellStatus.REGRESSED):

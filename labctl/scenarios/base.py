@@ -119,6 +119,11 @@ class Scenario(ABC):
         """Lab seconds between reads of the lab's polled sources (device status, BMC power, arrays)."""
         return 5.0
 
+    def recorded_sources(self) -> frozenset[str] | None:
+        """Kinds of the lab's sources the runner records around this cell (``vcenter``, ``storage``,
+        ``typeperf``, ``pvs``, ``redfish``: a source's name up to its colon); None, every one."""
+        return None
+
 
 ProgressHook = Callable[[Progress], None]
 

@@ -10,7 +10,8 @@ a fixed interval (``rate``; 0 = all at once) or as the launchers free up (``laun
 launcher starts its next user when its last one is logged on, as Login VSI launchers do).
 
 Every poll of the launchers is recorded in the cell's series (source ``sessions``): sessions
-active and logging on, each logon's duration, each timed operation's response by operation group.
+active and logging on, each logon's duration and its phases (:mod:`labctl.scenarios.vdi_logons`),
+each timed operation's response by operation group.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from typing import TYPE_CHECKING
 
 from labctl.errors import LabctlError
 from labctl.lab.launchers import Launchers, OperationTime, Refusal, SessionEvent, SessionState
+from labctl.lab.launchers.model import LogonWaterfall
 from labctl.records import rt_index
 from labctl.records.samples import Sample
+from labctl.scenarios import vdi_logons
 from labctl.scenarios import vdi_metrics as M
 from labctl.scenarios.base import CellContext, Progress
 
@@ -61,6 +64,7 @@ class SessionBook:
     # sessions the launchers report that this storm did not start (left by an earlier run): never
     # counted as the cell's, logged off when seen
     foreign: dict[str, SessionEvent] = field(default_factory=dict)
+    logons: dict[str, LogonWaterfall] = field(default_factory=dict)  # session -> its logon, phase by phase
 
     def spans(self) -> list[rt_index.SessionSpan]:
         """Each session's logged-on span, for counting sessions over time (a session that never
@@ -106,6 +110,10 @@ class SessionBook:
                 self.ended.setdefault(e.session, e.ts)
             if e.state in TERMINAL:
                 launchers.release(e.session)
+        for w in p.logons:  # launchers that time logons (vdi_logons: series per phase)
+            if w.session in self.latest and w.session not in self.logons:
+                self.logons[w.session] = w
+                samples += vdi_logons.samples(self.pool, w)
         for op in p.operations:
             if op.session not in self.latest:
                 continue

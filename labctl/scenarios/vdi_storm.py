@@ -49,6 +49,7 @@ from labctl.records.run_record import (
     Window,
 )
 from labctl.scenarios import vdi_derive as D
+from labctl.scenarios import vdi_logons
 from labctl.scenarios import vdi_metrics as M
 from labctl.scenarios.base import CellContext, CellHead, Progress, Scenario
 from labctl.scenarios.common import Phases, StormResult, restore
@@ -300,6 +301,8 @@ class VdiStormResult(StormResult):
         if self.index is not None:
             out["index_baseline_s"] = self.index.baseline_s
             out["saturation_sessions"] = self.index.saturation_sessions
+        if self.book is not None:  # the logon waterfall: p50/p95 per phase, unmeasured ones with why
+            out.update(vdi_logons.percentiles(self.book.logons.values()))
         return out
 
     def summary(self, head: CellHead) -> CellSummary:

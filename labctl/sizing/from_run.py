@@ -6,8 +6,11 @@ failed, interrupted or unmeasured cell sizes nothing. Each scenario kind has a r
 (:data:`READERS`, keyed by the summary's ``scenario``); a run whose cells no reader knows gives a
 one-line error naming what it has.
 
-**VDI runs** (``vdi_storm``, ``scale_out``, ``write_cache_modes``): the plans write the figures into
-each cell summary's ``extra`` (the names are the ``labctl size measured`` options'):
+**VDI runs** (``vdi_storm``, ``scale_out``, ``write_cache_modes``): the figures come from each cell
+summary's ``extra`` where a plan wrote them there (the names are the ``labctl size measured``
+options'), else from its measured ``phase_figures`` (IOPS per desktop and the write share,
+``1 - read_share_pct``, of every array together; per array, the highest phase peak it carried in a
+cell whose latency criterion passed, on the RAID level of its first tier in the run's inventory):
 
 - ``<phase>_iops_per_desktop`` and ``<phase>_write_share`` (0..1) for ``boot``, ``login``,
   ``steady``: host IOPS per desktop in the phase and the share of them that are writes;
@@ -15,12 +18,15 @@ each cell summary's ``extra`` (the names are the ``labctl size measured`` option
   and the write share then; ``raid``: the array's RAID level (else the inventory's volume).
 
 When several cells give a phase, the highest IOPS per desktop is taken (the most demanding
-measured: the sizing errs on the safe side), and the highest array figure.
+measured: the sizing errs on the safe side), and the highest array figure; a 2007 boot storm's
+boot figure is the largest passing group's instead (see below).
 
 **2007 runs** (``boot_storm``): the streaming server's write-cache volume is the "array". Per
 passing boot-storm cell, the boot phase runs from the wake to the last client seen ready
 (``time_to_ready_s``); the volume's mean IOPS over that span (``series.csv``, ``disk_iops``) over
-the group size is the boot IOPS per client. The write share is the volume's own read/write split
+the group size is the boot IOPS per client; the largest passing group's is taken (a small group
+boots in a denser burst and costs more per client: charging a large group that cost would size
+fewer clients per set than the set was seen to boot). The write share is the volume's own read/write split
 where the run recorded one (``disk_read_iops``/``disk_write_iops``), else 100 %: the write-cache
 volume receives the clients' writes (their reads come from the vDisk through the server's file
 cache), and a share of 100 % applies the RAID penalty to every I/O, the safe side. The capability

@@ -66,3 +66,21 @@ def test_a_verdict_names_the_verified_versions_when_it_is_not_one() -> None:
     assert check_version("ipmi", "4.40").tag == "verified (simulator)"
     with pytest.raises(ValueError, match="unknown endpoint kind"):
         check_version("snmp", "1")
+
+
+def test_preflight_names_the_ipmi_firmware_and_its_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from labctl.clock import LabClock
+    from labctl.lab.preflight import Preflight
+    from labctl.lab.session import LabSession
+    from tests.drivers.power_labs import bmc
+    from tests.drivers.simparts import write_secrets
+
+    write_secrets(tmp_path, monkeypatch)
+    with bmc(tmp_path) as lab, LabSession(lab, LabClock()) as session:  # type: ignore[arg-type]
+        (result, check) = next((r, fn) for r, fn in Preflight(session).checks() if r.kind == "ipmi")
+        check(result)
+    assert result.ok and result.endpoint == "infra-01 IPMI"
+    assert result.version == "firmware 4.40, IPMI 2.0 [verified (simulator)]"
+    assert result.notes == [] and "manufacturer 674" in result.capabilities

@@ -240,6 +240,17 @@ BAD_CRITERIA = [
         "either a series (source, entity, metric) or a per-machine result",
     ),
     ("criteria:\n", "criteria: [\n", "YAML syntax error"),
+    # selectors naming no recorded series: refused here, not after a storm that ends in "no data"
+    (
+        "metric: disk_queue_len",
+        "metric: disk_que_len",
+        "select.metric 'disk_que_len' is not a metric of source",
+    ),
+    (
+        'source: typeperf, entity: "{write_cache_disk}"',
+        'source: typeprf, entity: "{write_cache_disk}"',
+        "select.source 'typeprf'",
+    ),
 ]
 
 

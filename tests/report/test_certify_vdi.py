@@ -117,3 +117,11 @@ def test_version_run_ids_and_no_absolute_paths(passed: tuple[Path, str]) -> None
     assert "labctl 0.1.0" in text and RUN_ID in text
     assert str(root) not in page and "/labs/" not in page
     assert "inventory file sim-2007.yaml" in text
+
+
+def test_the_glossary_speaks_of_desktops_not_of_wake_on_lan(passed: tuple[Path, str]) -> None:
+    glossary = body_text(passed[1]).rsplit("Appendix C Glossary", 1)[1]
+    assert (
+        "desktop pool" in glossary and "saturation point" in glossary and "judged when measured" in glossary
+    )
+    assert "Wake-on-LAN" not in glossary and "copiers/rebooters" not in glossary

@@ -29,6 +29,7 @@ def vdi_yaml(
     faults: str = "",
     twin: str = "",
     cache_gb: float = 2,
+    datastore_gb: float = 1000,  # within the default array's 1,600 GB (a datastore larger than its array is refused)
 ) -> str:
     storage = "".join(
         f"  - {{name: arr-{a}, kind: unity, url: 'https://127.30.0.{a + 2}:8443', user: admin,"
@@ -41,7 +42,8 @@ def vdi_yaml(
         for a in range(1, arrays + 1)
     )
     stores = "".join(
-        f"    - {{name: ds-{a}, array: arr-{a}, capacity_gb: 4000}}\n" for a in range(1, arrays + 1)
+        f"    - {{name: ds-{a}, array: arr-{a}, capacity_gb: {datastore_gb:g}}}\n"
+        for a in range(1, arrays + 1)
     )
     lab_extra = ""
     if faults:
@@ -81,7 +83,7 @@ storage:
       workload: {workload}
       provisioning: {provisioning}
   launchers:
-    - {{name: "vsi-[01-04]", sessions: 40, pool: pool}}
+    - {{name: "vsi-[01-04]", sessions: 40, pool: pool, access: {{user: vsi, password: 'secret:sim.launcher_password'}}}}
 {twin_block}"""
     return text
 

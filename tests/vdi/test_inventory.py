@@ -128,7 +128,7 @@ def _problems(tmp_path: Path, text: str) -> list[str]:
         ),
         (("workload: task", "workload: tsak"), "vdi.pools[0].workload", "did you mean 'task'?"),
         (
-            ("{name: ds-1, array: arr-1, capacity_gb: 4000}", "{name: ds-1, array: arr-1, capacity_gb: 20}"),
+            ("{name: ds-1, array: arr-1, capacity_gb: 1000}", "{name: ds-1, array: arr-1, capacity_gb: 20}"),
             "vdi.datastores[1].capacity_gb",
             "must hold 32 GB",
         ),

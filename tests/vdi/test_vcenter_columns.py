@@ -58,7 +58,7 @@ def test_topology_places_desktops_as_the_twin_does(lab: Lab) -> None:
     assert (h.name, h.cores, h.mhz_per_core, h.ram_mb) == ("esx-vdi-01", 8, 3000, 96 * 1024)
     stores = {d.name: d for d in topo.datastores}
     assert set(stores) >= {"ds-1", "ds-2"}
-    assert stores["ds-1"].capacity_bytes == 4000 * 1024**3
+    assert stores["ds-1"].capacity_bytes == 1000 * 1024**3
     assert stores["ds-1"].hosts == ("esx-vdi-01", "esx-vdi-02", "esx-vdi-03")
     assert stores["ds-1"].uuid == volume_uuid("vc-01", "ds-1") != volume_uuid("vc-01", "ds-2")
 

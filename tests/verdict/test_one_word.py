@@ -49,12 +49,19 @@ class Sources:
         return []  # the synthetic scenario records its own samples
 
 
+class Sites:  # no site agents: the run's context goes nowhere
+
+    def set_context(self, run_id, cell_id):
+        return None
+
+
 class Session:
     def __init__(self, lab):
         self.lab = lab
         self.clock = LabClock(scale=lab.time_scale)
         self.timeline = Timeline(self.clock)
         self.sources = Sources()
+        self.sites = Sites()
 
 
 class Environment:

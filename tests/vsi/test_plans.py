@@ -35,6 +35,9 @@ def test_vdi_storm_quick_20_pct_prebooted(tmp_path: Path) -> None:
     assert cell.extra["booted_on_demand"] == 4 and cell.extra["failed_sessions"] == 0
     desktops = cell.by_role("desktop")
     assert len(desktops) == 5 and all(d.login_s and d.operations for d in desktops)
+    # the launchers' far side reports each logon's waterfall from the twin (one phase, the rest unmeasured)
+    assert cell.extra["logon_sessions"] == 5 and cell.extra["logon_logon_p95_s"]
+    assert "twin" in str(cell.extra["logon_profile_load_unmeasured"])
     # the array's figures per phase, and the index with its baseline
     phases = {f.phase for f in cell.phase_figures}
     assert {"boot", "login", "steady", "logoff"} <= phases

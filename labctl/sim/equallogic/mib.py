@@ -54,6 +54,9 @@ VOLUME_STATS = (*EQL, 5, 1, 7, 34, 1)
 DISK = (*EQL, 3, 1, 1, 1)
 DISK_STATUS = (*EQL, 3, 1, 2, 1)
 GROUP_ID = 1
+# sysObjectID of a PS Series member, as a real member answers it (LibreNMS' recording; it was
+# 12740.1.2 here, which the recording does not show)
+SYS_OBJECT_ID_PS = (*EQL, 17, 1)
 HEALTH_NORMAL, HEALTH_WARNING = 1, 2
 PRIMARY, SECONDARY = 1, 2
 DISK_TYPE = {
@@ -89,7 +92,7 @@ def objects(s: MemberState) -> list[tuple[tuple[int, ...], Any]]:
     """Every (OID, value) the agent answers, sorted by OID."""
     out: list[tuple[tuple[int, ...], Any]] = [
         (SYS_DESCR, v2c.OctetString(f"Storage Array Firmware V{'.'.join(map(str, FIRMWARE))} ({s.model})")),
-        (SYS_OBJECT_ID, v2c.ObjectIdentifier((*EQL, 1, 2))),
+        (SYS_OBJECT_ID, v2c.ObjectIdentifier(SYS_OBJECT_ID_PS)),
         (SYS_UPTIME, v2c.TimeTicks(int(s.uptime_s * 100) % 2**32)),
         (SYS_NAME, v2c.OctetString(s.name)),
     ]

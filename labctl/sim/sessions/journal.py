@@ -2,7 +2,8 @@
 
 A real launcher script appends an event each time one of its sessions changes state or finishes a
 timed operation; here the journal is brought up to date from the twin when asked (``events``),
-which gives the same sequence: states in order, each operation once, numbered from 1.
+which gives the same sequence: states in order, each operation once, numbered from 1, and each
+session's ``logon`` waterfall once its first operation is in (:mod:`.waterfall`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from labctl.sim.sessions import waterfall
 from labctl.sim.twin.interface import SessionInfo, SessionRefused, SessionState, VdiTwin
 
 TERMINAL = (SessionState.ENDED, SessionState.FAILED)
@@ -20,6 +22,8 @@ TERMINAL = (SessionState.ENDED, SessionState.FAILED)
 class _Tracked:
     info: SessionInfo
     next_op: int = 0  # the next operation index not journalled yet
+    first_op_end: float | None = None  # when its first operation finished (lab s)
+    logon_sent: bool = False
 
 
 @dataclass
@@ -88,9 +92,23 @@ class Journal:
                         }
                     )
                     tr.next_op = op.index + 1
+                    if tr.first_op_end is None:
+                        tr.first_op_end = op.started_lab_s + op.response_s
                 if info.state is not tr.info.state:
                     tr.info = info
                     self._session_event(info, now)
+                if not tr.logon_sent and tr.first_op_end is not None and info.logged_in_lab_s is not None:
+                    tr.logon_sent = True  # the waterfall, once the first operation is in
+                    self._add(
+                        waterfall.event(
+                            sid,
+                            info.desktop,
+                            info.user,
+                            info.requested_lab_s,
+                            info.logged_in_lab_s,
+                            tr.first_op_end,
+                        )
+                    )
 
     def after(self, cursor: int) -> list[dict[str, Any]]:
         with self.lock:

@@ -134,3 +134,62 @@ def test_logout_goes_to_the_session_the_bmc_named(bmc, location: str | None) -> 
             rf.power_state()
         (delete,) = rp.requests("DELETE")
         assert delete.path == path and delete.headers.get("X-Auth-Token") == token
+
+
+def _dmtf_rackmount(rp, *, without_power: bool = False) -> None:
+    """DMTF's public-rackmount1 mockup (Redfish-Publications 2025.4): a service with both the
+    deprecated Power resource and EnvironmentMetrics; ``without_power`` drops Power, as a service
+    that follows the deprecation does."""
+    d = "dmtf-rackmount1"
+    root = recording(f"{d}/root.json")
+    rp.get("/redfish/v1/", root)
+    for name in ("systems", "system", "managers", "manager", "power", "environment_metrics"):
+        doc = recording(f"{d}/{name}.json")
+        rp.get(doc["@odata.id"], doc)
+    chassis = recording(f"{d}/chassis.json")
+    if without_power:
+        chassis = {k: v for k, v in chassis.items() if k != "Power"}
+    rp.get(chassis["@odata.id"], chassis)
+    login = root["Links"]["Sessions"]["@odata.id"]
+    rp.on(
+        "POST",
+        login,
+        Answer(201, {"@odata.id": f"{login}/1"}, (("X-Auth-Token", "t"), ("Location", f"{login}/1"))),
+    )
+    rp.on("DELETE", f"{login}/1", Answer(204))
+
+
+def test_power_draw_from_the_power_resource_of_dmtfs_mockup(bmc) -> None:
+    with replay_server() as rp:
+        _dmtf_rackmount(rp)
+        with RedfishClient("rackmount1", bmc(rp.url), timeout_s=5, backoff=FAST) as rf:
+            watts = rf.power_watts()
+    power = recording("dmtf-rackmount1/power.json")
+    assert watts == power["PowerControl"][0]["PowerConsumedWatts"] == 344  # watts, by the schema
+
+
+def test_power_draw_from_environment_metrics_when_the_chassis_has_no_power_resource(bmc) -> None:
+    """Redfish deprecated Power (2020.4); a service that dropped it still reports
+    EnvironmentMetrics.PowerWatts. The driver once read <chassis>/Power regardless: HTTP 404."""
+    with replay_server() as rp:
+        _dmtf_rackmount(rp, without_power=True)
+        with RedfishClient("rackmount1", bmc(rp.url), timeout_s=5, backoff=FAST) as rf:
+            watts = rf.power_watts()
+    env = recording("dmtf-rackmount1/environment_metrics.json")
+    assert watts == env["PowerWatts"]["Reading"] == 374
+
+
+def test_a_503_whose_retry_interval_is_only_in_the_body_waits_that_long(bmc) -> None:
+    """iDRAC answers 503 IDRAC.2.8.SYS518 ("data sources are unavailable") with the retry interval
+    in a Base ServiceTemporarilyUnavailable message ("Retry in 30 seconds", MessageArgs ["30"]), not
+    in a Retry-After header. The driver once retried after its own exponential 0.5-1-2 s."""
+    with replay_server() as rp:
+        recorded_idrac(rp)
+        system = recording("idrac-r640-3.34/system.json")
+        rp.on("GET", SYSTEM, recorded_error("data-sources-unavailable-idrac-2.8.json"), Answer(200, system))
+        slept: list[float] = []
+        patient = Backoff(attempts=3, base_s=0.01, max_s=60.0, jitter=0.0)
+        with RedfishClient("r640", bmc(rp.url), timeout_s=5, backoff=patient, sleep=slept.append) as rf:
+            assert rf.power_state() == "On"
+            assert rf.retries_503 == 1
+        assert slept == [30.0]

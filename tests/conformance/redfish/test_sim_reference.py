@@ -33,7 +33,7 @@ def test_sushy_reads_and_drives_the_simulated_idrac(sim_idrac: SimIdrac) -> None
         assert manager.firmware_version and manager.model == "14G Monolithic"
         chassis = conn.get_chassis()
         assert chassis.power is not None and chassis.power.power_supplies
-        # sushy sends If-Match with the system's ETag on PATCH
+        # sushy would send If-Match with an ETag; the simulated iDRAC sends none (unverified: docs)
         system.set_system_boot_options(sushy.BootSource.PXE, enabled=sushy.BootSourceOverrideEnabled.ONCE)
         system.refresh()
         assert (system.boot.target, system.boot.enabled) == (

@@ -153,3 +153,15 @@ def test_every_equallogic_object_of_the_real_recording_is_in_the_mib_with_its_ty
             assert suffix[:2] == (G, MEMBER)
         checked += 1
     assert checked == 137
+
+
+def test_the_simulated_member_identifies_itself_as_the_real_one_does() -> None:
+    """sysObjectID: the real member's 1.3.6.1.4.1.12740.17.1 (the simulator answered 12740.1.2)."""
+    from labctl.sim.equallogic import mib as sim
+
+    recorded = next(
+        line.split("|")[2]
+        for line in (RECORDINGS / "librenms-equallogic.snmprec").read_text().splitlines()
+        if line.startswith("1.3.6.1.2.1.1.2.0|")
+    )
+    assert ".".join(map(str, sim.SYS_OBJECT_ID_PS)) == recorded

@@ -518,7 +518,8 @@ def _storage_sizing(ctx: Context, cells: Sequence[CellView]) -> Section | None:
         blocks.append(
             Text(
                 "The write-cache set's queue stayed inside its pass band: it was never saturated, so what it "
-                "carried is a lower bound of what it can carry.",
+                "and each of its drives carried is a lower bound of what they can carry, and the drives the "
+                "same figures give for more clients are an upper bound.",
                 note=True,
             )
         )
