@@ -10,11 +10,11 @@ per endpoint in flight in its own thread:
 - ``poll()`` starts a read on every endpoint that has none running and returns what finished
   (results of a slow read arrive with a later poll, stamped when they were taken) plus one error
   per endpoint that failed;
-- it waits only for the endpoints whose last read went well, for all of them up to
-  ``wait_wall_s`` (the poll interval); a read still out then is returned by a later poll, stamped
-  when it was taken. The first poll (a one-off read, the first TLS logins) waits longer if nobody
-  has answered by then: until the first answers (up to the deadline) and as long again for the
-  others. (A
+- it waits only for the endpoints whose last read went well (and, after the first poll, that
+  answered once), for all of them up to ``wait_wall_s`` (half the poll interval, so the next poll
+  is on time); a read still out then is returned by a later poll, stamped when it was taken. The
+  first poll (a one-off read, the first TLS logins) waits longer if nobody has answered by then:
+  until the first answers (up to the deadline) and as long again for the others. (A
   poll that waited out a hanging endpoint's whole deadline started no read on the healthy ones
   meanwhile: they lost a deadline's worth of samples.) An endpoint that failed or ran past its
   deadline is *suspect* and is not waited for at all until it answers again;
@@ -76,6 +76,7 @@ class EndpointPoller(Generic[E, R]):
         self._pool: ThreadPoolExecutor | None = None
         self._closed = False
         self._first = True
+        self._answered: set[E] = set()  # endpoints that answered a read once
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -93,11 +94,18 @@ class EndpointPoller(Generic[E, R]):
         now = time.monotonic()
         first, self._first = self._first, False
         with self._lock:
+            if self._closed:  # closed by another thread (the recorder stopping) meanwhile
+                return {}, {}
             pool = self._executor()
             for ep in self.endpoints:
                 if ep not in self._flight:
                     self._flight[ep] = _InFlight(pool.submit(self._read, ep), now)
-            trusted = [f for ep, f in self._flight.items() if ep not in self._suspect]
+            # after the first poll, an endpoint that never answered is not waited for either
+            trusted = [
+                f
+                for ep, f in self._flight.items()
+                if ep not in self._suspect and (first or ep in self._answered)
+            ]
         if trusted:
             futures = [f.future for f in trusted]
             hard = max(f.started_wall_s for f in trusted) + self.deadline_wall_s
@@ -121,6 +129,7 @@ class EndpointPoller(Generic[E, R]):
                     if exc is None:
                         results[ep] = f.future.result()
                         self._suspect.pop(ep, None)
+                        self._answered.add(ep)
                     else:
                         errors[ep] = self._suspect[ep] = self.describe(ep, exc)
                 elif now - f.started_wall_s >= self.deadline_wall_s:
@@ -138,8 +147,8 @@ class EndpointPoller(Generic[E, R]):
 
     def close(self) -> None:
         """Stop starting reads; a read still running finishes in its thread, unawaited."""
-        self._closed = True
         with self._lock:
+            self._closed = True
             pool, self._pool = self._pool, None
             self._flight.clear()
         if pool is not None:

@@ -39,7 +39,7 @@ from labctl.records.samples import PartialRead, Sample
 # is longer (a TLS login on a loaded machine takes a while; at 60x one interval is 83 ms), is
 # reported as failing for that read; its samples come with a later read if it answers after all.
 DEADLINE_FLOOR_WALL_S = 1.0
-# A poll waits for the endpoints' answers one interval, at least this long (a read that takes
+# A poll waits for the endpoints' answers half an interval, at least this long (a read that takes
 # longer is returned by the next poll with its own timestamp, so nothing is lost).
 WAIT_FLOOR_WALL_S = 0.05
 
@@ -87,8 +87,8 @@ class PolledSource(Generic[_E]):
             name=self._endpoint_name,
             deadline_wall_s=deadline,
             deadline_text=f"{clock.to_lab_s(deadline):.3g} lab s",
-            # a poll waits at most one interval: no endpoint's hang delays the next read of another
-            wait_wall_s=max(WAIT_FLOOR_WALL_S, clock.to_wall_s(self._poll_lab_s())),
+            # a poll waits at most half an interval: no endpoint's hang delays the next read of another
+            wait_wall_s=max(WAIT_FLOOR_WALL_S, 0.5 * clock.to_wall_s(self._poll_lab_s())),
         )
 
     def read(self) -> list[Sample]:

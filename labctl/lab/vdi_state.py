@@ -71,7 +71,9 @@ def read_vdi_state(owner: LabContext | HasContext, desktops: Sequence[str]) -> V
                         f"is full ({ds.free_bytes / 2**30:.1f} of {ds.capacity_bytes / 2**30:.0f} GiB free)"
                     )
             state.stunned.update({vm: q for vm, q in vc.vm_questions().items() if vm in mine})
-        except EndpointError as exc:
-            state.unread[name] = str(exc)
+        except (EndpointError, OSError) as exc:  # a vCenter that died mid-read can raise its socket's error
+            state.unread[name] = (
+                str(exc) if isinstance(exc, EndpointError) else f"{name}: {type(exc).__name__}: {exc}"
+            )
     state.maintenance.sort()
     return state

@@ -512,6 +512,10 @@ def _write_allure_environment(config: pytest.Config, env: LabEnvironment) -> Non
     if not runners:
         return
 
-    target = next(iter(runners.values())).run_folder.path / "allure-results"
-    target.mkdir(parents=True, exist_ok=True)
-    A.write_environment(target, A.lab_environment(env.base_lab, **env.versions))
+    run = next(iter(runners.values())).run_folder
+    target = run.path / "allure-results"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        A.write_environment(target, A.lab_environment(env.base_lab, **env.versions))
+    except OSError as exc:  # a full results disk: said once at the run's end, not a teardown error
+        run.note_write_error("allure-results/environment.properties", exc)

@@ -154,6 +154,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             reason = "a plan's own check failed (see the test report)"
         outcome = RunOutcome.FAILED
     plan_fixtures.finish_runners(session.config, run.finish(outcome, reason))
+    if run.write_errors and session.exitstatus == pytest.ExitCode.OK:  # an incomplete folder is no pass
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.hookimpl(trylast=True)
@@ -199,6 +201,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     it = plan_fixtures.interrupts_of(config)
     if it is not None and it.requested:
         terminalreporter.write_line(f"labctl: {it.reason}: what was measured is kept in the run folder")
+    run = config.stash.get(_run_key, None)
+    if run is not None and run.write_errors:  # a full results disk: one line, not tracebacks
+        terminalreporter.write_line(
+            f"labctl: the results folder {run.path} could not be written ({'; '.join(run.write_errors[:3])}): "
+            f"the run ends as {run.info.outcome.value}; free space and run again"
+        )
 
 
 @pytest.hookimpl(wrapper=True)

@@ -112,6 +112,7 @@ class Recorder:
         if interval_s <= 0:
             raise ValueError("interval_s must be positive")
         self.path: Path = run_path(run)
+        self._run = run
         self.sources = list(sources)
         self.clock = clock or LabClock()
         self.interval_s = interval_s
@@ -383,6 +384,16 @@ class Recorder:
         self._closed = True
         self._series.close()
         self._events.close()
+        note = getattr(self._run, "note_write_error", None)  # a RunFolder says it at the run's end
+        for error in self.write_errors:
+            if callable(note):
+                note(*error.split(": ", 1))
+
+    @property
+    def write_errors(self) -> list[str]:
+        """The run folder's files this recorder could not write (the disk refused), one line each:
+        what was recorded stays in memory, for the cell's record."""
+        return [w.error for w in (self._series, self._events) if w.error]
 
     def __enter__(self) -> Recorder:
         return self.start()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import re
 import secrets
 import socket
@@ -37,6 +38,7 @@ from pydantic import ValidationError
 
 from labctl import __version__
 from labctl.clock import LabClock
+from labctl.errors import LabctlError
 from labctl.inventory.model import Lab
 from labctl.inventory.userfile import UserFileError, load_user_json
 from labctl.recorder.atomic import atomic_write_text, json_text
@@ -113,6 +115,10 @@ class RunFolder:
         self.info = info
         self.redactor = redactor
         self.clock = clock
+        # files of the run that could not be written (a full or failing results disk), one line
+        # each: the run goes on (what it measures is in memory), says so at its end, and ends as
+        # an error with run.json finalised as far as the disk allows
+        self.write_errors: list[str] = []
 
     @property
     def run_id(self) -> str:
@@ -169,8 +175,13 @@ class RunFolder:
             started=stamp_now(clock),
         )
         run = cls(path, info, redactor, clock)
-        run._write_info()
-        run.write_text(RESOLVED_INVENTORY_FILE, resolved_inventory_yaml(lab, redactor))
+        try:
+            atomic_write_text(run.file(RUN_FILE), run._info_text())
+            run.write_text(RESOLVED_INVENTORY_FILE, resolved_inventory_yaml(lab, redactor))
+        except OSError as exc:  # nothing ran yet: refuse, in one line
+            raise ResultsDiskError(
+                f"results folder {path}: {exc.strerror or exc} (free space, or --results-dir)"
+            ) from None
         return run
 
     @classmethod
@@ -191,8 +202,21 @@ class RunFolder:
         return p
 
     def write_text(self, name: str, text: str) -> Path:
-        """Write a file of the run, redacted, atomically."""
-        return atomic_write_text(self.file(name), self.redactor.text(text))
+        """Write a file of the run, redacted, atomically. A failure is noted in ``write_errors``
+        (and raised: the caller's file is not there)."""
+        try:
+            return atomic_write_text(self.file(name), self.redactor.text(text))
+        except OSError as exc:
+            self.note_write_error(name, exc)
+            raise
+
+    def note_write_error(self, name: str, exc: BaseException | str) -> None:
+        """``name`` (a file of the run) could not be written: one line, once per file."""
+        why = exc if isinstance(exc, str) else (getattr(exc, "strerror", None) or str(exc))
+        line = f"{name}: {why}"
+        if line not in self.write_errors:
+            self.write_errors.append(line)
+            log.error("results folder %s: %s", self.path, line)
 
     def write_json(self, name: str, data: Any) -> Path:
         return self.write_text(name, json.dumps(self.redactor.obj(data), indent=2, default=str) + "\n")
@@ -224,6 +248,11 @@ class RunFolder:
         if self.finished:
             return self.info
         outcome = RunOutcome(outcome)  # ValueError for an unknown outcome, before anything is written
+        if self.write_errors:  # the folder is incomplete: whatever the cells said, the run broke
+            outcome = RunOutcome.ERROR
+            reason = f"results folder incomplete ({'; '.join(self.write_errors[:3])})" + (
+                f"; {reason}" if reason.strip() else ""
+            )
         ended = stamp_now(self.clock)
         self.info = self.info.model_copy(
             update={
@@ -245,11 +274,55 @@ class RunFolder:
             self.info = info
             self._write_info()
 
+    def _info_text(self, indent: int | None = 2) -> str:
+        data = self.redactor.obj(self.info.model_dump(mode="json"))
+        return json_text(data) if indent else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
     def _write_info(self) -> None:
-        self.write_text(RUN_FILE, json_text(self.redactor.obj(self.info.model_dump(mode="json"))))
+        """``run.json`` now; never raises. When the disk refuses a new file (full), the run.json
+        there is overwritten in place, compact, if that fits in the blocks it already has: a run
+        that cannot write its files still ends with its outcome, not ``running``."""
+        try:
+            self.write_text(RUN_FILE, self._info_text())
+            return
+        except OSError:
+            pass
+        path = self.file(RUN_FILE)
+        try:
+            with path.open("r+b") as f:
+                size = f.seek(0, 2)
+                text = next((t for t in self._compact_infos() if len(t) <= size), None)
+                if text is None:
+                    self.note_write_error(RUN_FILE, f"no room to finalise it in place ({size} bytes)")
+                    return
+                f.seek(0)
+                f.write(text + b" " * (size - len(text)))  # JSON allows trailing whitespace
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            self.note_write_error(RUN_FILE, exc)
+
+    def _compact_infos(self) -> list[bytes]:
+        """run.json compact, then with less and less (the plan's parameters, extras, a long
+        reason): the first that fits where the old one was is written."""
+        keep = self.info
+        less = keep.model_copy(update={"parameters": {}, "extra": {}})
+        least = less.model_copy(update={"reason": keep.reason[:60], "cells": []})
+        out = []
+        try:
+            for info in (keep, less, least):
+                self.info = info
+                out.append(self._info_text(indent=None).encode())
+        finally:
+            self.info = keep
+        return out
 
     def __repr__(self) -> str:
         return f"RunFolder({str(self.path)!r}, outcome={self.info.outcome.value})"
+
+
+class ResultsDiskError(LabctlError):
+    """The results folder cannot be written at the start of a run (nothing measured yet)."""
 
 
 class BadRunFolder(ValueError):

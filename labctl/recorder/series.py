@@ -10,6 +10,7 @@ Reading is tolerant: a half-written last line (the process died mid-write) is sk
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -50,26 +51,48 @@ def csv_row(
 
 class _Appender:
     """An append-only text file written whole batches at a time, each flushed at once (so a
-    crash loses at most the batch being written); writes after :meth:`close` are dropped."""
+    crash loses at most the batch being written); writes after :meth:`close` are dropped.
+
+    A write the disk refuses (full, failing) never raises into the recorder's threads: the file
+    stops there, ``error`` says why (one line, the first), and later writes are dropped."""
 
     def __init__(self, path: Path):
         self.path = path
+        self.error = ""
         self._lock = threading.Lock()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh: io.TextIOWrapper | None = path.open("a", newline="", encoding="utf-8")
+        self._fh: io.TextIOWrapper | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = path.open("a", newline="", encoding="utf-8")
+        except OSError as exc:
+            self._failed(exc)
+
+    def _failed(self, exc: OSError) -> None:
+        self.error = self.error or f"{self.path.name}: {exc.strerror or exc}"
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            with contextlib.suppress(OSError):
+                fh.close()  # the buffered part cannot be flushed either: the descriptor is closed
 
     def _append(self, text: str) -> bool:
         with self._lock:
             if self._fh is None:
                 return False
-            self._fh.write(text)
-            self._fh.flush()
+            try:
+                self._fh.write(text)
+                self._fh.flush()
+            except OSError as exc:
+                self._failed(exc)
+                return False
             return True
 
     def close(self) -> None:
         with self._lock:
             if self._fh is not None:
-                self._fh.close()  # flushes
+                try:
+                    self._fh.close()  # flushes
+                except OSError as exc:
+                    self._failed(exc)
                 self._fh = None
 
 
@@ -84,7 +107,7 @@ class SeriesWriter(_Appender):
 
     def __init__(self, path: Path):
         super().__init__(path)
-        if path.stat().st_size == 0:
+        if self._fh is not None and path.stat().st_size == 0:
             self._append(_csv_text([SERIES_COLUMNS]))
 
     def write(self, cell: str, samples: Iterable[Sample]) -> int:

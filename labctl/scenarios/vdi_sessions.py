@@ -337,7 +337,7 @@ def leave_no_session(
     while not ctx.abort.is_set():
         try:
             book.absorb(lab, ctx, launchers)
-        except LabctlError as exc:
+        except (LabctlError, OSError) as exc:
             return [*errors, f"the launchers could not be read: {exc}"]
         left = [sid for sid in on if book.latest[sid].state not in TERMINAL]
         if not left or clock.now() > end:

@@ -35,7 +35,7 @@ from labctl.errors import BadInputError, LabctlError
 from labctl.inventory.model import Lab
 from labctl.inventory.vdi import ProvisioningKind, VdiLab, WriteCacheMode
 from labctl.lab.launchers import Launchers, SessionState, open_launchers
-from labctl.lab.power import State
+from labctl.lab.power import PowerReport, State
 from labctl.lab.session import LabSession
 from labctl.lab.strategy import Goal
 from labctl.lab.vdi_state import read_vdi_state
@@ -242,6 +242,7 @@ class VdiStormResult(StormResult):
         default_factory=list
     )  # what vCenter says is wrong: hosts, datastores, desktops
     leftover_sessions: int = 0  # sessions an earlier run left on the launchers, logged off in prepare
+    found_on: int = 0  # desktops on before the cell, powered off in prepare
 
     def figure(self, phase: str, array: str = "") -> PhaseFigures | None:
         return next((f for f in self.figures if f.phase == phase and f.array == array), None)
@@ -291,6 +292,7 @@ class VdiStormResult(StormResult):
             "booted_on_demand": self.on_demand,
             "failed_sessions": len(self.login_failures),
             "leftover_sessions": self.leftover_sessions,
+            "desktops_found_on": self.found_on,
         }
         for f in self.figures:
             if not f.array and f.iops_per_desktop is not None:
@@ -402,6 +404,7 @@ class VdiStorm(Scenario):
                     )
                     if not prep.ok and not ctx.stop.is_set():
                         result.prepare_failed = prep.describe()
+                    self._say_found_on(lab, ctx, pool, prep.report, result)
                 if "boot" not in st.phases and pre and not result.prepare_failed:
                     up = lab.strategy.bring(pre, Goal.READY, timeout_s=st.boot_timeout_s, stop=ctx.stop)
                     if not up.ok and not ctx.stop.is_set():
@@ -455,7 +458,7 @@ class VdiStorm(Scenario):
                         )
             result.window = Window(start_ts_s=start, end_ts_s=lab.clock.now())
             self._derive(lab, ctx, result)
-        except LabctlError as exc:  # the lab failed the cell (vCenter died, ...): said, never lost
+        except (LabctlError, OSError) as exc:  # the lab failed the cell (vCenter died, ...): said, never lost
             current = next((p.name for p in reversed(phases.items)), "prepare")
             if current == "prepare":
                 result.prepare_failed = result.prepare_failed or str(exc)
@@ -495,8 +498,23 @@ class VdiStorm(Scenario):
         if stuck:
             result.prepare_failed = f"the launchers run {what}: {stuck}; log them off and run again"
             return
-        ctx.progress(Progress("cleanup", note=f"found {what}: logged them off before the storm"))
+        ctx.progress(Progress("cleanup: sessions", note=f"found {what}: logged them off before the storm"))
         launchers.hello()  # the cursor after their logoff: the storm reads only what follows
+
+    @staticmethod
+    def _say_found_on(
+        lab: LabSession, ctx: CellContext, pool: str, report: PowerReport | None, result: VdiStormResult
+    ) -> None:
+        """Desktops the prepare had to power off were on before the cell (an earlier run killed
+        before its restore, someone using the pool): said, on the timeline and the summary."""
+        was_on = sorted(report.outcomes) if report is not None else []
+        if not was_on:
+            return
+        result.found_on = len(was_on)
+        shown = ", ".join(was_on[:5]) + (" ..." if len(was_on) > 5 else "")
+        lab.timeline.append("prepare.found_on", pool, count=len(was_on), machines=was_on[:20])
+        note = f"found {len(was_on)} desktop(s) on before the storm ({shown}): powered off"
+        ctx.progress(Progress("cleanup: desktops", note=note))
 
     @staticmethod
     def _lab_state(lab: LabSession, desktops: list[str]) -> list[str]:
@@ -504,7 +522,7 @@ class VdiStorm(Scenario):
         that cannot be read is named by the recorder, as a source that kept failing)."""
         try:
             return read_vdi_state(lab, desktops).faults()
-        except LabctlError as exc:
+        except (LabctlError, OSError) as exc:
             return [f"the desktops' state could not be read from vCenter: {exc}"]
 
     def _boot(self, lab: LabSession, ctx: CellContext, pre: list[str], result: VdiStormResult) -> None:
@@ -535,9 +553,11 @@ class VdiStorm(Scenario):
                 time_to_ready_s=(r.at - t0) if r.at is not None else None,
                 detail=r.detail,
             )
-        if late and not ctx.stop.is_set():
-            result.prepare_failed = (
-                f"{len(late)} of {len(pre)} desktops not up in the boot storm (first: {late[0]})"
+        if late and not ctx.stop.is_set():  # the lab's fault (a power task failed, ...): named, with why
+            why = ready[late[0]].detail
+            result.broke_off = (
+                f"boot: {len(late)} of {len(pre)} desktops not up in the boot storm "
+                f"(first: {late[0]}{': ' + why if why else ''})"
             )
         ctx.progress(Progress("boot", result.booted_in_boot, len(pre), window_left_s=st.boot_settle_s))
         clock.sleep(st.boot_settle_s, ctx.stop)

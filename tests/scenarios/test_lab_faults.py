@@ -27,7 +27,8 @@ def test_a_failing_bmc_in_a_boot_storm_is_a_lab_fault_named(tmp_path: Path, faul
     lab = make_test_lab(
         tmp_path, clients=3, time_scale=20, faults=f"- {{kind: {fault}, targets: [infra-01]}}"
     )
-    proc = _run(tmp_path, lab, "boot_storm", "--profile", "quick", "--param", "group_sizes=3", "--no-report")
+    quick = ("--profile", "quick", "--param", "group_sizes=3", "--param", "window_s=90", "--no-report")
+    proc = _run(tmp_path, lab, "boot_storm", *quick)
     assert proc.returncode == 1, proc.stdout[-3000:]
     assert "Traceback" not in proc.stdout + proc.stderr
     run = _run_folder(tmp_path)

@@ -16,12 +16,15 @@ A sink never raises into the runner: :class:`SinkSet` logs a failing sink and ap
 
 from __future__ import annotations
 
+import errno
 import inspect
 import logging
+import os
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from labctl.errors import LabctlError
 from labctl.recorder.series import EVENTS_FILE, EventWriter, event_record, run_path
 from labctl.recorder.sinks.allure import AllureSink
 from labctl.recorder.sinks.junit import JUnitSink
@@ -53,12 +56,26 @@ def _takes_data(method: Any) -> bool:
         return False
 
 
+# what a results disk that is full or failing answers a write (not a store that is unreachable)
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+
+
+def _disk_error(exc: BaseException) -> bool:
+    """A write the disk refused: an OSError with a disk errno, or a library's own I/O error that
+    quotes one (DuckDB's IOException for the store's Parquet files)."""
+    if isinstance(exc, OSError):
+        return exc.errno in DISK_ERRNOS
+    text = str(exc)
+    return any(os.strerror(e) in text for e in DISK_ERRNOS)
+
+
 class SinkSet:
     """Hands every record to every sink; a sink that raises is logged and recorded as a
     ``sink.error`` event (target: the sink's class), never raised into the runner."""
 
     def __init__(self, run: Any, sinks: Sequence[Sink], *, clock: Any = None, redactor: Any = None):
         self.path = run_path(run)
+        self._run = run
         self.sinks = list(sinks)
         self.clock = clock or getattr(run, "clock", None)
         self.redactor = redactor or getattr(run, "redactor", None)
@@ -102,7 +119,15 @@ class SinkSet:
             error = self.redactor.text(error)
         line = f"{name}.{call}" + (f" ({cell})" if cell else "") + f": {error}"
         self.errors.append(line)
-        log.warning("output sink failed: %s", line, exc_info=exc)
+        if _disk_error(exc):  # the results disk, full or failing: said once at the run's end
+            log.warning("output sink failed: %s", line)
+            note = getattr(self._run, "note_write_error", None)
+            if callable(note):
+                note(f"{name}.{call}", exc)
+            return  # the events file is on the same disk
+        # a LabctlError says what and where in one line (a store that cannot be reached); anything
+        # else is a bug in the sink: its traceback goes to the log
+        log.warning("output sink failed: %s", line, exc_info=None if isinstance(exc, LabctlError) else exc)
         now = self.clock.now() if self.clock is not None else time.time()
         writer = EventWriter(self.path / EVENTS_FILE)
         try:
