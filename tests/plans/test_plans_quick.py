@@ -207,8 +207,11 @@ def test_a_streaming_server_that_refuses_ssh_is_named_in_the_reason(tmp_path: Pa
     assert proc.returncode == 1, proc.stdout[-3000:]
     cell = _summaries(_run_folder(tmp_path))["boot_storm-standalone-003"]
     assert cell.outcome == "lab_fault"
-    # the server and what it did come first, not "3 of 3 clients never reported boot_time_s"
-    assert cell.reason.startswith("streaming server pvs-01 could not be read"), cell.reason
+    # the server and what it did come first, not "3 of 3 clients never reported boot_time_s": the
+    # failing endpoint (named with its reads) and the wire's reason, then the streaming server's part
+    assert cell.reason.startswith("server pvs-01 "), cell.reason
+    assert "authentication failed" in cell.reason.split(";")[0], cell.reason
+    assert "streaming server pvs-01" in cell.reason, cell.reason
     assert "pvs-01" in cell.clients["optiplex-001"].detail
 
 
