@@ -18,6 +18,7 @@ from labctl.report.compare import (
     EXIT_LAB_FAULT,
     EXIT_OK,
     EXIT_REGRESSION,
+    EXIT_UNLIKE,
     CellStatus,
     FigureStatus,
     compare,
@@ -229,11 +230,14 @@ def test_low_coverage_is_not_compared_and_a_failed_verdict_regresses(tmp_path: P
 def test_missing_and_new_cells_and_bad_input(tmp_path: Path) -> None:
     base = figures(tmp_path, seed=1, group_sizes=(1, 5, 25))
     run = figures(tmp_path, seed=2, night=1, group_sizes=(5, 25, 50))
-    result = compare(run, [base])
+    # the two runs' group sizes differ: unlike runs (exit 2) unless accepted, then judged by their cells
+    assert compare(run, [base]).exit_code == EXIT_UNLIKE
+    result = compare(run, [base], allow_unlike=True)
     status = {c.cell: c.status for c in result.cells}
     assert status[cell_id(1)] is CellStatus.MISSING and status[cell_id(50)] is CellStatus.NEW
     assert result.exit_code == EXIT_LAB_FAULT  # the run did not measure what the baseline has
-    assert compare(run, [base], cells="*-0[25]*").exit_code == EXIT_OK  # unless those cells are left out
+    # unless those cells are left out
+    assert compare(run, [base], cells="*-0[25]*", allow_unlike=True).exit_code == EXIT_OK
     with pytest.raises(BadInputError, match="no cell in common"):
         compare(figures(tmp_path, seed=3, night=3, group_sizes=(100,)), [base])
     with pytest.raises(BadInputError, match="no baseline"):
