@@ -105,7 +105,12 @@ class ScenarioSettings(Settings):
         ),
     )
     restore_timeout_s: LabSeconds = Field(
-        300.0, description="how long the restore at the end of a cell waits for the machines, lab seconds"
+        900.0,
+        description=(
+            "how long the restore at the end of a cell waits for the machines, lab seconds (a bound, not a "
+            "wait: it ends when they are back; at the simulated lab's 60x, 300 lab s was 5 wall seconds for "
+            "100 shutdowns over SSH, too short on a busy controller)"
+        ),
     )
     health_check: bool = Field(
         True,
