@@ -121,8 +121,13 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy
 
+# Two pytest-xdist workers: about half the suite's wall time is waiting on simulated lab time, so two
+# workers on a 2-core machine roughly halve it; each module runs on one worker (tests/conftest.py)
+# and modules sharing a fixed port or the shipped labs run one after the other. TEST_WORKERS=0 runs
+# the suite in one process.
+TEST_WORKERS ?= 2
 unit: install
-	$(VENV)/bin/pytest -q tests
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
 
 test: lint typecheck unit
 

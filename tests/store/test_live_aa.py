@@ -26,6 +26,8 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LABCTL_")}
     env["LABCTL_STATE_DIR"] = str(tmp_path / "state")
     env["LABCTL_RESULTS"] = str(tmp_path / "results")
+    env["LABCTL_LEASE_DIR"] = str(tmp_path / "leases")  # not the project's: other runs lease sim-2007 too
+    env["LABCTL_QUARANTINE_FILE"] = str(tmp_path / "quarantine.json")
     return subprocess.run(
         [sys.executable, "-m", "labctl", *args], env=env, capture_output=True, text=True, timeout=400
     )

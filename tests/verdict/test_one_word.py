@@ -186,6 +186,9 @@ def pytest_session(here: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LABCTL_", "PYTEST_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     env["CI"] = "1"
+    # its own leases and quarantine: the project's `.labctl/` is shared with whatever else runs
+    env["LABCTL_LEASE_DIR"] = str(here / ".lab-state" / "leases")
+    env["LABCTL_QUARANTINE_FILE"] = str(here / ".lab-state" / "quarantine.json")
     argv = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-o", "timeout=0"]
     argv += [f"--rootdir={here}", f"--lab={ROOT / 'hardware' / 'sim-2007.yaml'}", *args]
     return subprocess.run(argv, cwd=here, env=env, capture_output=True, text=True, timeout=300, check=False)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from labctl.records.run_record import Outcome
+from labctl.report.headline import headline_text
 from tests.plans.test_plans_quick import _run, _run_folder, _summaries, _verdict
 from tests.vsi.labs import vdi_lab
 
@@ -50,6 +51,11 @@ def test_vdi_storm_quick_20_pct_prebooted(tmp_path: Path) -> None:
     steady = next(p for p in cell.phases if p.name == "steady")
     assert v["interactive operations p95"].window.start_ts_s == pytest.approx(steady.start_ts_s)
     assert res.returncode in (0, 1), res.stdout[-2000:]
+    # the terminal reads as the figures and certificate do: the index's headline under the verdict
+    lines = res.stdout.splitlines()
+    said = f"vdi_storm-default-020: {cell.outcome.value.replace('_', ' ').upper()}"
+    at = next(i for i, line in enumerate(lines) if line.startswith(said))
+    assert lines[at + 1].strip() == f"index: {headline_text(cell.response_index)}", lines[at : at + 2]
 
 
 def test_scale_out_quick_one_array_then_two(tmp_path: Path) -> None:
