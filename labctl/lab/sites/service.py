@@ -5,7 +5,8 @@ powered, watched and health-checked by that agent, where the wire is. :class:`Si
 session's service for them: it opens the link to the agents on first use (the NATS one,
 :class:`labctl.lab.sites.link.ControllerLink`; a lab without agents never loads nats-py) and
 closes it with the lab context. The power, readiness and health services are handed it when the
-session builds them (it is their ``agents``).
+session builds them (it is their ``agents``), and the launchers when a storm opens them (their relay
+to the launchers placed at an agent).
 
 What the pytest plugin (or any run) calls:
 
@@ -26,9 +27,11 @@ from labctl.clock import LabClock
 from labctl.drivers.power_verbs import PowerVerb
 from labctl.errors import BadInputError
 from labctl.inventory.model import Lab, Machine
+from labctl.inventory.vdi import Launcher
 from labctl.lab.context import LabContext, agents_of
 from labctl.lab.events import Timeline
 from labctl.lab.health import DeviceHealth
+from labctl.lab.launchers.backend import Args
 from labctl.lab.power.backend import Gate, Report
 from labctl.lab.power.model import MachineState
 from labctl.lab.ready import Readiness
@@ -60,6 +63,9 @@ class AgentLink(Protocol):
     ) -> dict[str, DeviceHealth]: ...
 
     def feed(self, agent: str, source: str, targets: Sequence[str], interval_s: float) -> MetricSource: ...
+
+    def launcher_call(self, launcher: Launcher, verb: str, args: Args, timeout_s: float) -> str:
+        """A ``labctl-launcher/1`` call to a launcher placed at an agent: the launcher's text."""
 
     def require(self, agents: Sequence[str]) -> None:
         """Raise :class:`AgentDown` naming the first agent of ``agents`` with no fresh heartbeat."""
@@ -126,6 +132,10 @@ class Sites:
         self, machines: Sequence[Machine], *, wake: bool, wake_timeout_s: float
     ) -> dict[str, DeviceHealth]:
         return self.link.health(machines, wake=wake, wake_timeout_s=wake_timeout_s)
+
+    def launcher_call(self, launcher: Launcher, verb: str, args: Args, timeout_s: float) -> str:
+        """What the launchers hand to the agents (:class:`labctl.lab.launchers.agent.LauncherRelay`)."""
+        return self.link.launcher_call(launcher, verb, args, timeout_s)
 
     # --- what a run asks of them directly ---------------------------------------------------------
     def set_context(self, run_id: str, cell_id: str) -> None:
