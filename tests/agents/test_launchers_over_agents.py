@@ -36,6 +36,7 @@ from labctl.errors import InventoryError
 from labctl.inventory.load import load_lab
 from labctl.lab.launchers.model import SessionState
 from labctl.lab.session import LabSession
+from labctl.lab.sites import AgentDown, require_agents
 from labctl.records.samples import Sample
 from labctl.records.series import Series
 from labctl.scenarios.base import Progress
@@ -291,6 +292,9 @@ def test_an_agent_killed_mid_storm_is_a_lab_fault_naming_it_and_its_launchers_se
     while (_alive(daemon) or _running(held)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(daemon) and _running(held) == []
+    # and the next run refuses to start while the agent its launcher sits behind is down
+    with pytest.raises(AgentDown, match=AGENT):
+        require_agents(load_lab(site.lab_file))
 
 
 def test_a_local_launcher_placed_at_no_agent_is_refused_in_one_line(site: LauncherSite) -> None:

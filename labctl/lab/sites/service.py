@@ -181,10 +181,14 @@ def agent_feeds(
 
 def require_agents(lab: Lab, machines: Sequence[Machine] | None = None) -> None:
     """Refuse to start (:class:`AgentDown`, one line) when an agent serving ``machines`` (default:
-    the whole lab) has no fresh heartbeat. Nothing to check for a lab without agents."""
+    the whole lab, the session launchers placed at agents included) has no fresh heartbeat.
+    Nothing to check for a lab without agents."""
     if lab.agents is None:
         return
-    needed = sorted(agents_of(list(lab.machines.values()) if machines is None else machines))
+    wanted = set(agents_of(list(lab.machines.values()) if machines is None else machines))
+    if machines is None and lab.vdi is not None:
+        wanted |= {ln.agent for ln in lab.vdi.launchers if ln.agent}
+    needed = sorted(wanted)
     if not needed:
         return
     link = open_link(lab)
