@@ -38,7 +38,7 @@ from pydantic import ValidationError
 from labctl import __version__
 from labctl.agents.execute import Executor
 from labctl.agents.journal import Journal
-from labctl.agents.launchers import LauncherRelay, too_big
+from labctl.agents.launchers import LauncherHost, too_big
 from labctl.agents.nats_server import NatsServer, start_nats_server
 from labctl.drivers.hub.clocksync import answer
 from labctl.drivers.hub.connection import TRANSIENT, HubConnection
@@ -117,7 +117,7 @@ class SiteAgent:
         self.executor = Executor(lab, name, driver_settings)
         self.journal = Journal(self.state_dir / "journal.jsonl")
         self.pool = concurrent.futures.ThreadPoolExecutor(self.settings.workers, thread_name_prefix="order")
-        self.launchers = LauncherRelay(
+        self.launchers = LauncherHost(
             lab, name, self.state_dir, lambda spec: self.executor.session(spec).context
         )
         # launcher calls never queue behind long orders (a readiness watch), nor orders behind them

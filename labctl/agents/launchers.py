@@ -93,10 +93,13 @@ class HostedLauncher:
         ).start()
 
     def _await_serving(self) -> None:
-        assert self.proc is not None
-        line = _first_line(self.proc.stdout, SERVE_DEADLINE_S)
+        p = self.proc
+        assert p is not None
+        line = _first_line(p.stdout, SERVE_DEADLINE_S)
         if line.startswith('{"event": "serving"'):
             log.info("launcher %s serves: %s", self.launcher.name, line.strip())
+            # anything it prints later goes to its log, never into a pipe that fills and blocks it
+            threading.Thread(target=self._drain, args=(p,), daemon=True).start()
         else:
             self.error = (
                 f"its daemon did not start within {SERVE_DEADLINE_S:g} s: {self._tail() or 'no output'} "
@@ -104,6 +107,13 @@ class HostedLauncher:
             )
             self.stop()
         self.settled.set()
+
+    def _drain(self, p: subprocess.Popen[bytes]) -> None:
+        assert p.stdout is not None
+        with self.log_path.open("ab") as out:
+            for raw in p.stdout:
+                out.write(raw)
+                out.flush()
 
     def wait(self, timeout_s: float) -> bool:
         """Until it serves or will not (False: still starting after ``timeout_s``)."""
@@ -148,7 +158,7 @@ def _first_line(stream: IO[bytes] | None, timeout_s: float) -> str:
     return got[0].decode(errors="replace") if got else ""
 
 
-class LauncherRelay:
+class LauncherHost:
     """Answers the controller's launcher calls for the launchers placed at agent ``name``."""
 
     def __init__(self, lab: Lab, name: str, state_dir: Path, context_for: Callable[[ClockSpec], LabContext]):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -34,6 +35,7 @@ import yaml
 from labctl.clock import LabClock
 from labctl.errors import InventoryError
 from labctl.inventory.load import load_lab
+from labctl.lab.launchers import open_launchers
 from labctl.lab.launchers.model import SessionState
 from labctl.lab.session import LabSession
 from labctl.lab.sites import AgentDown, require_agents
@@ -61,7 +63,7 @@ def _free_port() -> int:
 class LauncherSite:
     lab_file: Path
     work: Path
-    hub_url: str
+    leaf_url: str  # the agent dials out to the hub as a leaf node, as a site's agent does
     agents: list[AgentProcess] = field(default_factory=list)
 
     def agent(self) -> AgentProcess:
@@ -73,9 +75,15 @@ class LauncherSite:
     def start_agent(self) -> AgentProcess:
         # a folder per start: its log says "serves" only once this process does
         where = self.work / f"agent-{len(self.agents) + 1}"
-        a = start_agent(self.lab_file, AGENT, where, hub=self.hub_url, ready_timeout_s=150)
+        a = start_agent(self.lab_file, AGENT, where, hub=self.leaf_url, ready_timeout_s=150)
         self.agents.append(a)
         return a
+
+    def stop_leaves(self) -> None:
+        """The leaf nodes of agents that were killed (a stopped agent stops its own), by pid."""
+        for ports in self.work.glob(f"agent-*/{AGENT}/leaf/*.ports"):
+            with contextlib.suppress(ValueError, ProcessLookupError):
+                os.kill(int(ports.stem.rsplit("_", 1)[-1]), signal.SIGTERM)
 
     def session(self) -> LabSession:
         return LabSession(load_lab(self.lab_file), LabClock(scale=1.0))
@@ -164,12 +172,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LauncherSite]:
     hub = start_hub(base / "hub")
     try:
         pyz = zipapp_build.build(base / "labctl-workload.pyz")
-        s = LauncherSite(_write_lab(base, hub.url, pyz), base, hub.url)
+        s = LauncherSite(_write_lab(base, hub.url, pyz), base, hub.leaf_url)
         try:
             yield s
         finally:
             for a in s.agents:
                 a.stop()
+            s.stop_leaves()
     finally:
         hub.stop()
 
@@ -295,6 +304,24 @@ def test_an_agent_killed_mid_storm_is_a_lab_fault_naming_it_and_its_launchers_se
     # and the next run refuses to start while the agent its launcher sits behind is down
     with pytest.raises(AgentDown, match=AGENT):
         require_agents(load_lab(site.lab_file))
+
+
+def test_a_hosted_launcher_that_died_is_named_with_its_agent_while_the_agent_lives_on(
+    site: LauncherSite,
+) -> None:
+    agent = site.agent()
+    daemon = site.daemon_pid()
+    os.kill(daemon, signal.SIGKILL)
+    try:
+        with site.session() as lab:
+            ls = open_launchers(lab, "pool")
+            errors = ls.hello()
+            ls.close()
+        why = errors[LAUNCHER]
+        assert f"through site agent {AGENT}" in why and "its daemon exited (-9)" in why, why
+        assert agent.proc.poll() is None  # the agent carries on (its power orders are not the launcher's)
+    finally:
+        agent.stop()  # the next test that needs it starts it, and with it the launcher, again
 
 
 def test_a_local_launcher_placed_at_no_agent_is_refused_in_one_line(site: LauncherSite) -> None:

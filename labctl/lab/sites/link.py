@@ -199,6 +199,7 @@ class ControllerLink:
         self._conn: HubConnection | None = None
         self._lock = threading.Lock()
         self.last_dispatch: Dispatch | None = None
+        self._absent: set[str] = set()  # agents a launcher call last found missing on the hub
         self.dispatches: list[Dispatch] = []
 
     # --- connection ------------------------------------------------------------------------------
@@ -747,27 +748,38 @@ class ControllerLink:
         wait_s = timeout_s + self.settings.launcher_grace_s
         c = self.conn()
 
+        # an agent that is (re)connecting, or whose leaf node's link to the hub is, has no listener
+        # on the hub for a moment: asked again for down_after_s, as clock pings are (measure);
+        # once per outage (an agent found absent fails the next calls at once, until it answers)
+        settle_s = 0.0 if agent in self._absent else self.agents.down_after_s
+        settle_until = time.monotonic() + settle_s
+        subject = launcher_subject(self.lab.name, agent)
+
         async def ask() -> tuple[bytes | None, str]:
-            try:
-                msg = await c.nc.request(
-                    launcher_subject(self.lab.name, agent), call.to_bytes(), timeout=wait_s
-                )
-            except nats.errors.NoRespondersError:
-                return None, f"agent {agent} does not listen on the hub {c.url} (down, or not connected)"
-            except nats.errors.TimeoutError:
-                return (
-                    None,
-                    f"agent {agent} gave no answer within {wait_s:g} s (it died, or its link is down)",
-                )
-            return msg.data, ""
+            while True:
+                try:
+                    msg = await c.nc.request(subject, call.to_bytes(), timeout=wait_s)
+                    return msg.data, ""
+                except nats.errors.NoRespondersError:
+                    if time.monotonic() < settle_until:
+                        await asyncio.sleep(self.settings.poll_s)
+                        continue
+                    return None, f"agent {agent} does not listen on the hub {c.url} (down, or not connected)"
+                except nats.errors.TimeoutError:
+                    return (
+                        None,
+                        f"agent {agent} gave no answer within {wait_s:g} s (it died, or its link is down)",
+                    )
 
         try:
-            data, why = c.call(ask(), action, wait_s + 2.0)
+            data, why = c.call(ask(), action, settle_s + wait_s + 2.0)
         except EndpointError as exc:  # the hub itself: named, with the agent and the launcher
             data, why = None, f"agent {agent} not reached: {exc}"
         if data is None:
+            self._absent.add(agent)
             self._event("launcher.unreachable", launcher.name, agent=agent, verb=verb, detail=why)
             raise EndpointError(launcher.name, action, why, fix)
+        self._absent.discard(agent)
         try:
             answer = LauncherAnswer.from_bytes(data)
         except ValueError as exc:
