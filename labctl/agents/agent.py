@@ -7,6 +7,9 @@ The agent connects to the hub (directly, or through a leaf node it starts when `
   on answer: :mod:`labctl.drivers.hub.clocksync`);
 - publishes a heartbeat every ``heartbeat_s`` to ``labctl.heartbeat.<lab>.<agent>`` (version,
   host, what it serves, orders in progress);
+- answers the ``labctl-launcher/1`` calls for the session launchers placed at it on
+  ``labctl.launcher.<lab>.<agent>`` (request/reply; :mod:`labctl.agents.launchers`, which starts
+  the launchers it hosts before the agent answers anything);
 - pulls its orders from the durable consumer ``agent-<lab>-<agent>`` of ``LABCTL_ORDERS``, runs
   each on a worker thread (:class:`~labctl.agents.execute.Executor`), publishes each machine's
   result as soon as it is known and then the order's done record, and acks the order last. The
@@ -35,12 +38,15 @@ from pydantic import ValidationError
 from labctl import __version__
 from labctl.agents.execute import Executor
 from labctl.agents.journal import Journal
+from labctl.agents.launchers import LauncherHost, too_big
 from labctl.agents.nats_server import NatsServer, start_nats_server
 from labctl.drivers.hub.clocksync import answer
 from labctl.drivers.hub.connection import TRANSIENT, HubConnection
 from labctl.drivers.hub.protocol import (
     ORDERS_STREAM,
     Heartbeat,
+    LauncherAnswer,
+    LauncherCall,
     MachineResult,
     Order,
     OrderDone,
@@ -49,6 +55,7 @@ from labctl.drivers.hub.protocol import (
     clock_subject,
     consumer_name,
     heartbeat_subject,
+    launcher_subject,
     order_subject,
     result_subject,
     sample_subject,
@@ -67,6 +74,7 @@ DEFAULT_HUB_DOMAIN: Final = "hub"
 class AgentSettings:
     fetch_wait_s: float = 1.0  # one pull of the order consumer waits this long for orders
     workers: int = 16  # orders executed at once (a readiness watch holds one for its whole wait)
+    launcher_workers: int = 8  # launcher calls relayed at once (one launcher is called once at a time)
     ack_wait_s: float = 30.0  # the hub re-delivers an order not acked (or kept in progress) this long
     publish_retry_s: float = 600.0  # a result is re-sent this long across a dropped link
     heartbeat_s: float | None = None  # default: the inventory's agents.heartbeat_s
@@ -109,6 +117,13 @@ class SiteAgent:
         self.executor = Executor(lab, name, driver_settings)
         self.journal = Journal(self.state_dir / "journal.jsonl")
         self.pool = concurrent.futures.ThreadPoolExecutor(self.settings.workers, thread_name_prefix="order")
+        self.launchers = LauncherHost(
+            lab, name, self.state_dir, lambda spec: self.executor.session(spec).context
+        )
+        # launcher calls never queue behind long orders (a readiness watch), nor orders behind them
+        self.launcher_pool = concurrent.futures.ThreadPoolExecutor(
+            self.settings.launcher_workers, thread_name_prefix="launcher"
+        )
         self.leaf: NatsServer | None = None
         self.conn: HubConnection | None = None
         self.started_wall = time.time()
@@ -132,10 +147,17 @@ class SiteAgent:
         return HubConnection(url, name=f"labctl-agent {self.lab.name}/{self.name}", js_domain=domain)
 
     def start(self) -> None:
-        """Connect, subscribe and start the heartbeat and the order loop (returns at once)."""
-        self.conn = self._connect()
-        self.conn.call(self.conn.ensure_streams(), "create the agents' streams")
-        self.conn.call(self._subscribe(), "subscribe to orders and clock pings")
+        """Start the launchers it hosts, connect, subscribe and start the heartbeat and the order
+        loop (returns once it answers)."""
+        self.launchers.start()  # their daemons start while the agent connects
+        try:
+            self.conn = self._connect()
+            self.conn.call(self.conn.ensure_streams(), "create the agents' streams")
+            self.conn.call(self._subscribe(), "subscribe to orders and clock pings")
+        except BaseException:
+            self.launchers.close()
+            raise
+        self.launchers.wait()
         self._ready.set()
         log.info(
             "agent %s of %s on %s: serves %s",
@@ -157,6 +179,8 @@ class SiteAgent:
         conn, self.conn = self.conn, None
         self.executor.close()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        self.launcher_pool.shutdown(wait=True, cancel_futures=True)
+        self.launchers.close()
         if conn is not None:
             try:
                 conn.call(self._cancel_tasks(), "stop", 5.0)
@@ -185,6 +209,15 @@ class SiteAgent:
                 log.debug("clock ping: %s", exc)
 
         await nc.subscribe(clock_subject(lab, self.name), cb=pong)
+
+        async def relay(msg: Any) -> None:
+            # nats-py runs one subscription's callbacks one after the other: a slow launcher must
+            # not hold the calls to the others, so each call is a task of its own
+            task = asyncio.create_task(self._relay(msg))
+            self._inflight.add(task)
+            task.add_done_callback(self._inflight.discard)
+
+        await nc.subscribe(launcher_subject(lab, self.name), cb=relay)
         sub = await js.pull_subscribe(
             order_subject(lab, self.name),
             durable=consumer_name(lab, self.name),
@@ -241,6 +274,23 @@ class SiteAgent:
                 task = asyncio.create_task(self._handle(msg))
                 self._inflight.add(task)  # held until done: the loop keeps only weak references
                 task.add_done_callback(self._inflight.discard)
+
+    # --- one launcher call ----------------------------------------------------------------------
+    async def _relay(self, msg: Any) -> None:
+        try:
+            call = LauncherCall.from_bytes(msg.data)
+        except ValidationError as exc:
+            answer = LauncherAnswer(
+                launcher="?", agent=self.name, ok=False, error=f"unreadable call: {str(exc).splitlines()[0]}"
+            )
+        else:
+            loop = asyncio.get_running_loop()
+            answer = await loop.run_in_executor(self.launcher_pool, self.launchers.answer, call)
+        assert self.conn is not None
+        try:
+            await msg.respond(too_big(answer, self.conn.nc.max_payload).to_bytes())
+        except (*TRANSIENT, nats.errors.Error) as exc:  # the caller's deadline ends its wait
+            log.debug("launcher answer: %s", type(exc).__name__)
 
     # --- one order ----------------------------------------------------------------------------
     async def _handle(self, msg: Any) -> None:

@@ -11,11 +11,14 @@ site-agents). Each agent is named here with what it reaches from where it sits:
           networks: [lab-a]                 # Wake-on-LAN on its segment; its machines' SSH
           bmcs: [r740-[01-04]]              # servers whose BMC (Redfish, IPMI) only it reaches
           hosts: [pvs-02]                   # other machines it reaches over SSH
-          launchers: [launcher-a]           # session launchers next to the desktops (later)
+          launchers: [launcher-a]           # VDI session launchers (vdi.launchers) at this site
 
 A machine is *served* by the agent whose networks hold it, or which names it under bmcs/hosts;
 its power actions (and, unless ``ready: false``, its readiness watch) then go through that agent.
-A machine served by two agents is an error: one wire, one hand on it.
+A machine served by two agents is an error: one wire, one hand on it. A session launcher named
+under ``launchers`` is *placed* at that agent: the controller sends it ``labctl-launcher/1`` through
+the agent, which reaches it by its ``kind`` (``local``: it hosts it on its own machine; ``ssh``);
+a launcher placed at two agents is an error too.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ class AgentSpec(_Frozen):
     networks: tuple[str, ...] = ()  # networks it sits on: WoL broadcasts, SSH to their machines
     bmcs: tuple[str, ...] = ()  # machines whose BMC (redfish:, ipmi:) it reaches
     hosts: tuple[str, ...] = ()  # other machines it reaches over SSH
-    launchers: tuple[str, ...] = ()  # session launchers it drives (VDI, later)
+    launchers: tuple[str, ...] = ()  # VDI session launchers (vdi.launchers) placed at it
     ready: bool = True  # it watches its machines' readiness (false: the controller watches them)
 
 
@@ -65,7 +68,7 @@ class Agent(_Frozen):
     networks: tuple[str, ...] = ()
     bmcs: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
-    launchers: tuple[str, ...] = ()
+    launchers: tuple[str, ...] = ()  # the session launchers placed at it (names of vdi.launchers)
     ready: bool = True
     machines: tuple[str, ...] = ()  # served: on its networks, or named under bmcs/hosts
 
@@ -116,12 +119,16 @@ def resolve_agents(
     machines: Mapping[str, tuple[str, str | None]],
     expand: Callable[[str], list[str]],
     add: Add,
+    launchers: Iterable[str] = (),
 ) -> tuple[Agents, dict[str, str]]:
     """The resolved section and ``machine -> agent`` for every machine an agent serves.
 
-    ``machines``: name -> (kind, network) of every machine of the file; ``expand`` turns a name or
+    ``machines``: name -> (kind, network) of every machine of the file; ``launchers``: the names of
+    the file's session launchers (``vdi.launchers``, ranges expanded); ``expand`` turns a name or
     range into names (raising ValueError with the reason); ``add`` records one problem.
     """
+    known_launchers = set(launchers)
+    placed_at: dict[str, str] = {}  # launcher -> the agent it is placed at
     known_networks = set(networks)
     served_by: dict[str, str] = {}
     sites: dict[str, Agent] = {}
@@ -138,22 +145,34 @@ def resolve_agents(
         named: dict[str, list[str]] = {}
         for field in ("bmcs", "hosts", "launchers"):
             names: list[str] = []
+            known = known_launchers if field == "launchers" else machines
+            what = "session launcher" if field == "launchers" else "machine"
             for j, entry in enumerate(getattr(a, field)):
                 try:
                     expanded = expand(entry)
                 except ValueError as exc:
-                    add((*loc, field, j), str(exc), "write a machine name or a range like pc-[01-10]")
+                    add((*loc, field, j), str(exc), f"write a {what} name or a range like pc-[01-10]")
                     continue
-                unknown = [n for n in expanded if n not in machines]
+                unknown = [n for n in expanded if n not in known]
                 if unknown:
                     add(
                         (*loc, field, j),
-                        f"agent {a.name!r} names unknown machine {unknown[0]!r}"
+                        f"agent {a.name!r} names unknown {what} {unknown[0]!r}"
                         + (f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""),
-                        "declare it, or remove it from the agent",
+                        "declare it under vdi.launchers, or remove it from the agent"
+                        if field == "launchers"
+                        else "declare it, or remove it from the agent",
                     )
-                names.extend(n for n in expanded if n in machines)
+                names.extend(n for n in expanded if n in known)
             named[field] = names
+        twice = [n for n in named["launchers"] if placed_at.setdefault(n, a.name) != a.name]
+        if twice:  # one line for the pair of agents, not one per launcher
+            more = f" and {len(twice) - 1} more" if len(twice) > 1 else ""
+            add(
+                (*loc, "launchers"),
+                f"launcher {twice[0]!r}{more} is placed at agents {placed_at[twice[0]]!r} and {a.name!r}",
+                "one agent per launcher: take it off one agent's launchers",
+            )
         served = [
             name
             for name, (_kind, net) in machines.items()

@@ -218,6 +218,17 @@ def resolve(
     config = _configuration(c, spec, None if misspelt_configuration else chosen, machines, shares)
 
     vdi_lab = vdi.finish(storage, [*everywhere, *groups]) if vdi is not None else None
+    if spec.vdi is not None:
+        placed = _placed_launchers(agents)
+        vdi_checks.launcher_placement(spec.vdi, placed, agents is not None, c.add)
+        if vdi_lab is not None and placed:
+            vdi_lab = vdi_lab.model_copy(
+                update={
+                    "launchers": tuple(
+                        ln.model_copy(update={"agent": placed.get(ln.name)}) for ln in vdi_lab.launchers
+                    )
+                }
+            )
     if vdi_lab is not None:
         vcenters = vcenters_with_clusters(vcenters, vdi_lab, c.add)
         storage = storage_with_volumes(storage, vdi_lab)
@@ -309,12 +320,19 @@ def _agents(
         except RangeError as exc:
             raise ValueError(str(exc)) from None
 
+    launchers: list[str] = []
+    for ls in spec.vdi.launchers if spec.vdi is not None else ():
+        try:
+            launchers += expand_names(ls.name)
+        except RangeError:
+            pass  # reported with the launcher
     agents, served_by = resolve_agents(
         spec.agents,
         networks=networks,
         machines={n: (m.kind.value, m.network) for n, m in everywhere.items()},
         expand=expand,
         add=c.add,
+        launchers=launchers,
     )
     for name, agent in served_by.items():
         if name in machines:
@@ -328,6 +346,13 @@ def _agents(
             }
         }
     )
+
+
+def _placed_launchers(agents: Agents | None) -> dict[str, str]:
+    """Session launcher -> the site agent it is placed at (``agents.sites[].launchers``)."""
+    if agents is None:
+        return {}
+    return {ln: a.name for a in agents.sites.values() for ln in a.launchers}
 
 
 def _networks(c: Collector, spec: InventorySpec) -> dict[str, Network]:

@@ -174,8 +174,10 @@ class PoolSpec(_Frozen):
     tags: tuple[str, ...] = ()
 
 
-# Launcher backends labctl has (labctl/lab/launchers/registry.py, whose keys a test keeps equal).
-LAUNCHER_KINDS: tuple[str, ...] = ("ssh",)
+# How a launcher is reached from where its calls are made: ``ssh`` (OpenSSH to the launcher machine,
+# from the controller or from the site agent it is placed at; labctl/lab/launchers/registry.py) or
+# ``local`` (on its site agent's own machine, which hosts it: labctl/agents/launchers.py).
+LAUNCHER_KINDS: tuple[str, ...] = ("ssh", "local")
 
 
 class LauncherAccess(_Frozen):
@@ -191,6 +193,14 @@ class LauncherAccess(_Frozen):
     script: str = r"C:\labctl\launcher.ps1"  # the launcher script on the launcher machine
 
 
+class LauncherLocal(_Frozen):
+    """A launcher on its site agent's own machine (``kind: local``): the agent starts
+    ``labctl launcher --config <config> serve`` and relays the controller's calls to it."""
+
+    config: str  # the launcher's configuration file on the agent's machine (an absolute path)
+    serve: bool = True  # the agent starts the daemon and stops it with itself (false: a service runs it)
+
+
 class LauncherSpec(_Frozen):
     """Session launchers (a VSI-style load generator's launcher machines), a name or a range."""
 
@@ -199,8 +209,9 @@ class LauncherSpec(_Frozen):
     pool: str | None = None  # the pool its users log on to (default the first pool)
     protocol: Literal["ica", "blast", "pcoip", "rdp"] = "ica"
     ip: str | None = None
-    kind: str = "ssh"  # the launcher backend that drives it (labctl/lab/launchers/registry.py)
-    access: LauncherAccess | None = None  # how that backend logs in
+    kind: str = "ssh"  # how it is reached: ssh (OpenSSH), local (hosted by its site agent)
+    access: LauncherAccess | None = None  # ssh: how that backend logs in
+    local: LauncherLocal | None = None  # local: the launcher's configuration on its agent's machine
 
 
 class VdiSpec(_Frozen):
@@ -336,6 +347,14 @@ class Launcher(_Frozen):
     ip: str | None
     kind: str = "ssh"
     access: LauncherAccess | None = None
+    local: LauncherLocal | None = None
+    agent: str | None = None  # the site agent it is placed at (agents.sites[].launchers), None: here
+
+    @property
+    def transport(self) -> str:
+        """How this controller carries ``labctl-launcher/1`` to it: ``agent`` (over NATS to the site
+        agent it is placed at, which reaches it by its ``kind``) or its own ``kind``."""
+        return "agent" if self.agent else self.kind
 
 
 class VdiLab(_Frozen):

@@ -12,7 +12,8 @@ same one-line-per-problem form (``file:line: item: what (fix)``).
 - **controllers**: no more than the array kind has, and a standby for ``active_standby``;
 - **capacity**: no datastore larger than its array's usable capacity (after RAID);
 - **launchers**: a backend labctl has (:data:`~labctl.inventory.vdi.LAUNCHER_KINDS`), with the
-  access it needs to log in.
+  access it needs to log in (``ssh``) or its configuration on its site agent's machine (``local``,
+  which only a site agent hosts: :func:`launcher_placement`).
 
 Credentials are typed as references (:mod:`labctl.inventory.refs`), so a plain-text launcher
 password fails its type, reported without its value.
@@ -236,8 +237,17 @@ def check_datastore_sizes(vdi: VdiSpec, arrays: dict[str, ArrayHardware], add: A
 # --- launchers -----------------------------------------------------------------------------------
 
 
+def _absolute(path: str) -> bool:
+    """A POSIX or Windows absolute path of one line."""
+    return "\n" not in path and (
+        path.startswith("/") or (len(path) > 2 and path[1] == ":" and path[2] in "\\/")
+    )
+
+
 def check_launchers(vdi: VdiSpec, add: AddProblem) -> None:
-    """Each launcher has a backend labctl knows and the access that backend logs in with."""
+    """Each launcher has a backend labctl knows and what that backend needs: ``ssh`` the access it
+    logs in with, ``local`` the launcher's configuration on its site agent's machine (that it is
+    placed at an agent is checked with the agents: section, :func:`launcher_placement`)."""
     for i, ls in enumerate(vdi.launchers):
         loc: Loc = ("vdi", "launchers", i)
         if ls.kind not in LAUNCHER_KINDS:
@@ -246,6 +256,20 @@ def check_launchers(vdi: VdiSpec, add: AddProblem) -> None:
                 f"unknown launcher kind {ls.kind!r}",
                 f"use one of: {', '.join(LAUNCHER_KINDS)} (a new kind is a backend in labctl/lab/launchers/)",
             )
+            continue
+        if ls.kind == "local":
+            if ls.local is None:
+                add(
+                    (*loc, "local"),
+                    f"launcher {ls.name} is local but gives no local: configuration",
+                    "add local: {config: /etc/labctl/launcher.yaml} (the file on its site agent's machine)",
+                )
+            elif not _absolute(ls.local.config):
+                add(
+                    (*loc, "local", "config"),
+                    f"launcher configuration {ls.local.config!r} is not an absolute path",
+                    "write the full path of the file on the agent's machine, e.g. /etc/labctl/launcher.yaml",
+                )
             continue
         if ls.access is None:
             add(
@@ -258,4 +282,26 @@ def check_launchers(vdi: VdiSpec, add: AddProblem) -> None:
                 (*loc, "access"),
                 f"launcher {ls.name} has neither a password nor a key_file",
                 "add password: secret:KEY (or env:NAME), or key_file:",
+            )
+
+
+def launcher_placement(vdi: VdiSpec, placed: dict[str, str], has_agents: bool, add: AddProblem) -> None:
+    """A ``local`` launcher runs on its site agent's machine: one the ``agents:`` section does not
+    place (``placed``: launcher -> agent) has nobody to host it."""
+    for i, ls in enumerate(vdi.launchers):
+        if ls.kind != "local":
+            continue
+        try:
+            names = expand_names(ls.name)
+        except RangeError:
+            continue  # reported with the name
+        lonely = [n for n in names if n not in placed]
+        if lonely:
+            more = f" and {len(lonely) - 1} more" if len(lonely) > 1 else ""
+            add(
+                ("vdi", "launchers", i, "kind"),
+                f"local launcher {lonely[0]!r}{more} is placed at no site agent, which would host it",
+                "name it under agents.sites[].launchers"
+                if has_agents
+                else "add an agents: section whose site lists it under launchers:, or use kind: ssh",
             )

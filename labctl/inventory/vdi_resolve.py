@@ -546,6 +546,7 @@ class VdiResolver:
                         ip=ip,
                         kind=ls.kind,
                         access=ls.access,
+                        local=ls.local,
                     )
                 )
         return tuple(out)

@@ -82,7 +82,7 @@ class LabSession:
 
     def launchers(self, pool: str | None = None) -> Launchers:
         """The lab's session launchers (of ``pool`` when given)."""
-        return open_launchers(self.context, pool)
+        return open_launchers(self.context, pool, self.sites)
 
     def close(self) -> None:
         self.context.close()

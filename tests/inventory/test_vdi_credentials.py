@@ -19,7 +19,9 @@ VALUE = "Launch-pw-4711"
 
 
 def test_launcher_kinds_the_inventory_accepts_are_the_backends_labctl_has() -> None:
-    assert set(LAUNCHER_KINDS) == set(BACKENDS)
+    # a `local` launcher is hosted by its site agent (labctl/agents/launchers.py); `agent` is how the
+    # controller reaches any launcher placed at one
+    assert (set(LAUNCHER_KINDS) - {"local"}) | {"agent"} == set(BACKENDS)
 
 
 def test_a_launcher_password_is_redacted_from_everything_the_run_writes(

@@ -11,6 +11,9 @@ stream / subject       subject                                     what
 ``LABCTL_DATA``        ``labctl.sample.<lab>.<agent>.<feed>``      a batch of a feed's samples
 ``LABCTL_AGENTS``      ``labctl.heartbeat.<lab>.<agent>``          the agent's last heartbeat
 (core, no stream)      ``labctl.clock.<lab>.<agent>``              clock pings (request/reply)
+(core, no stream)      ``labctl.launcher.<lab>.<agent>``           a ``labctl-launcher/1`` call to a
+                                                                   launcher placed at the agent
+                                                                   (request/reply)
 =====================  ==========================================  ==============================
 
 Every message published to a stream carries ``Nats-Msg-Id``: ``<order>/<agent>`` for an order,
@@ -82,6 +85,10 @@ def heartbeats_of(lab: str) -> str:
 
 def clock_subject(lab: str, agent: str) -> str:
     return f"labctl.clock.{token(lab)}.{agent}"
+
+
+def launcher_subject(lab: str, agent: str) -> str:
+    return f"labctl.launcher.{token(lab)}.{agent}"
 
 
 def consumer_name(lab: str, agent: str) -> str:
@@ -227,3 +234,29 @@ class Pong(Message):
     t1: float  # agent wall, received
     t2: float  # agent wall, answered
     agent: str
+
+
+class LauncherCall(Message):
+    """One ``labctl-launcher/1`` call to a session launcher placed at the agent (request/reply: the
+    launcher's journal and cursor already make a lost answer harmless, asked again from the same
+    cursor; a start lost in flight shows in the next ``events`` under its session id)."""
+
+    lab: str
+    agent: str
+    launcher: str
+    verb: Literal["hello", "start", "events", "logoff"]
+    args: dict[str, str | int | list[str]] = Field(default_factory=dict)
+    timeout_s: float  # the agent gives the launcher this long (wall seconds); the caller waits a bit more
+    clock: ClockSpec
+
+
+class LauncherAnswer(Message):
+    """The launcher's answer as its protocol text (JSON lines, parsed by the controller's
+    :mod:`labctl.lab.launchers.wire`), or why the agent could not get one (one line)."""
+
+    launcher: str
+    agent: str
+    ok: bool
+    stdout: str = ""
+    error: str = ""
+    fix: str = ""

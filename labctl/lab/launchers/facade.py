@@ -7,7 +7,10 @@
 
 Each launcher takes at most its inventory ``sessions``; a start goes to the launcher with the most
 free slots. Calls to different launchers run in parallel (bounded), as launchers are independent
-machines; the same launcher is called once at a time.
+machines; the same launcher is called once at a time. Whether a launcher is reached over SSH or
+through the site agent it is placed at (its ``transport``) is the backend's business alone: the
+scenarios above speak to :class:`Launchers` either way. A launcher that cannot be read names the
+sessions it held, so they are reported, never silently replaced.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from labctl.errors import BadInputError, EndpointError
 from labctl.inventory.vdi import Launcher
 from labctl.lab.context import HasContext, LabContext, context_of
+from labctl.lab.launchers.agent import LauncherRelay
 from labctl.lab.launchers.backend import LauncherBackend
 from labctl.lab.launchers.model import LogonWaterfall, OperationTime, Refusal, SessionEvent
 from labctl.lab.launchers.registry import backend_for
@@ -38,27 +42,31 @@ class Poll:
 
 
 class Launchers:
-    def __init__(self, ctx: LabContext, launchers: Sequence[Launcher]):
+    def __init__(self, ctx: LabContext, launchers: Sequence[Launcher], relay: LauncherRelay | None = None):
         if not launchers:
             raise BadInputError(
                 f"lab {ctx.lab.name}: no session launchers for this pool "
                 "(add vdi.launchers to the inventory, see docs/session-launchers.md)"
             )
         self.ctx = ctx
+        self.relay = relay  # the link to the site agents, for launchers placed at one
         self.launchers = {ln.name: ln for ln in launchers}
         self._backends: dict[str, LauncherBackend] = {}
         self.cursor: dict[str, int] = {}
         self.used: dict[str, int] = {ln.name: 0 for ln in launchers}
         self.owner: dict[str, str] = {}  # session -> launcher
+        self.held: dict[str, set[str]] = {ln.name: set() for ln in launchers}  # launcher -> live sessions
         self._locks = {ln.name: threading.Lock() for ln in launchers}
         self._pool = ThreadPoolExecutor(
             max_workers=min(MAX_PARALLEL, len(launchers)), thread_name_prefix="launch"
         )
 
     def backend(self, launcher: Launcher) -> LauncherBackend:
-        if launcher.kind not in self._backends:
-            self._backends[launcher.kind] = backend_for(launcher.kind, self.ctx)
-        return self._backends[launcher.kind]
+        """The backend of the launcher's transport (``ssh``, or ``agent`` when placed at one)."""
+        how = launcher.transport
+        if how not in self._backends:
+            self._backends[how] = backend_for(how, self.ctx, self.relay)
+        return self._backends[how]
 
     @property
     def capacity(self) -> int:
@@ -113,6 +121,7 @@ class Launchers:
                 for r in got:
                     if isinstance(r, SessionEvent):
                         self.owner[r.session] = name
+                        self.held[name].add(r.session)
                     else:
                         self.used[name] -= 1  # the slot is free again
                 results.extend(got)
@@ -130,7 +139,7 @@ class Launchers:
                     batch = self.backend(ln).events(ln, self.cursor.get(ln.name, 0))
             except EndpointError as exc:
                 with lock:
-                    out.errors[ln.name] = str(exc)
+                    out.errors[ln.name] = str(exc) + self._unaccounted(ln.name)
                 return
             with lock:
                 self.cursor[ln.name] = batch.cursor
@@ -168,15 +177,31 @@ class Launchers:
         name = self.owner.get(session)
         if name is not None and self.used[name] > 0:
             self.used[name] -= 1
+        if name is not None:
+            self.held[name].discard(session)
+
+    def _unaccounted(self, name: str) -> str:
+        """``; its sessions s1, s2 are unaccounted for`` for a launcher that cannot be read."""
+        ids = sorted(self.held.get(name, ()))
+        if not ids:
+            return ""
+        more = f" and {len(ids) - 6} more" if len(ids) > 6 else ""
+        return f"; its {len(ids)} session(s) {', '.join(ids[:6])}{more} are unaccounted for"
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def open_launchers(lab: LabContext | HasContext, pool: str | None = None) -> Launchers:
+def open_launchers(
+    lab: LabContext | HasContext, pool: str | None = None, relay: LauncherRelay | None = None
+) -> Launchers:
     """The lab's launchers (of ``pool`` when given: those whose users log on to it), over the lab
-    context (or the one a session carries)."""
+    context (or the one a session carries). Launchers placed at a site agent go through ``relay``,
+    by default the session's link to its agents (``session.sites``)."""
     ctx = context_of(lab)
     vdi = ctx.lab.vdi
     launchers = [ln for ln in (vdi.launchers if vdi is not None else ()) if pool is None or ln.pool == pool]
-    return Launchers(ctx, launchers)
+    if relay is None:
+        sites = getattr(lab, "sites", None)  # a LabSession's Sites; a bare context has none
+        relay = sites if isinstance(sites, LauncherRelay) else None
+    return Launchers(ctx, launchers, relay)

@@ -1,14 +1,15 @@
-"""Launchers over SSH: labctl's launcher script on Windows launcher machines (OpenSSH for Windows).
+"""Launchers over SSH: labctl's launcher script on Windows launcher machines (OpenSSH for Windows),
+or ``labctl launcher`` on Linux or Windows ones.
 
 The lab engineer installs the script (docs/session-launchers.md) and gives each launcher
 ``access: {user, password or key_file, script}`` in the inventory. Each call is one command on
 one pooled SSH connection (paramiko, :class:`~labctl.drivers.ssh.SshPool`): a start names many
-sessions at once, an events poll returns everything since the last cursor.
+sessions at once, an events poll returns everything since the last cursor. A site agent a
+launcher is placed at runs this same backend where its wire is (:mod:`labctl.agents.launchers`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import ClassVar
 
 from labctl.drivers.ssh import Shell, SshTarget
@@ -17,12 +18,12 @@ from labctl.inventory.model import HostKeyPolicy
 from labctl.inventory.vdi import Launcher
 from labctl.lab.context import LabContext
 from labctl.lab.launchers import wire
-from labctl.lab.launchers.model import EventBatch, Refusal, SessionEvent
+from labctl.lab.launchers.backend import Args, ProtocolBackend
 
 CALL_TIMEOUT_WALL_S = 60.0  # one protocol call; a start of hundreds of sessions returns at once
 
 
-class SshLauncherBackend:
+class SshLauncherBackend(ProtocolBackend):
     kind: ClassVar[str] = "ssh"
 
     def __init__(self, ctx: LabContext):
@@ -50,7 +51,7 @@ class SshLauncherBackend:
             shell=Shell.CMD if wire.is_powershell(a.script) else Shell.POSIX,
         )
 
-    def _call(self, launcher: Launcher, verb: str, **args: str | Sequence[str] | int) -> str:
+    def call(self, launcher: Launcher, verb: str, args: Args) -> str:
         script = launcher.access.script if launcher.access is not None else ""
         res = self.ctx.ssh.run(
             self.target(launcher),
@@ -60,37 +61,3 @@ class SshLauncherBackend:
             check=True,
         )
         return res.stdout
-
-    def _parsed(self, launcher: Launcher, fn, *args):
-        try:
-            return fn(*args)
-        except wire.ProtocolError as exc:
-            raise EndpointError(
-                launcher.name, "launcher", str(exc), "install the launcher script this labctl ships"
-            ) from None
-
-    def hello(self, launcher: Launcher) -> tuple[float, int]:
-        out = self._call(launcher, "hello")
-        clock_ts, seq = self._parsed(launcher, wire.hello, launcher.name, out)
-        return float(clock_ts), int(seq)
-
-    def start(
-        self, launcher: Launcher, logons: Sequence[tuple[str, str]], workload: str
-    ) -> list[SessionEvent | Refusal]:
-        out = self._call(
-            launcher,
-            "start",
-            workload=workload,
-            desktop=[d for d, _ in logons],
-            user=[u for _, u in logons],
-        )
-        return list(self._parsed(launcher, wire.started, launcher.name, out))
-
-    def events(self, launcher: Launcher, after: int) -> EventBatch:
-        out = self._call(launcher, "events", after=after)
-        batch: EventBatch = self._parsed(launcher, wire.events, launcher.name, out, after)
-        return batch
-
-    def logoff(self, launcher: Launcher, sessions: Sequence[str]) -> list[SessionEvent]:
-        out = self._call(launcher, "logoff", session=list(sessions))
-        return list(self._parsed(launcher, wire.sessions, launcher.name, out))

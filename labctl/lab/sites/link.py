@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import nats.errors
 from nats.js.api import DeliverPolicy
 
 from labctl.clock import LabClock
@@ -35,11 +36,14 @@ from labctl.drivers.hub.connection import HubConnection
 from labctl.drivers.hub.protocol import (
     ClockSpec,
     FeedSpec,
+    LauncherAnswer,
+    LauncherCall,
     MachineResult,
     Order,
     OrderDone,
     ResultEnvelope,
     SampleBatch,
+    launcher_subject,
     order_subject,
     results_of,
     sample_subject,
@@ -49,9 +53,11 @@ from labctl.drivers.power_verbs import PowerVerb
 from labctl.errors import EndpointError
 from labctl.inventory.agents import Agents
 from labctl.inventory.model import Lab, Machine, PowerKind
+from labctl.inventory.vdi import Launcher
 from labctl.lab.context import agents_of
 from labctl.lab.events import Timeline
 from labctl.lab.health import DeviceHealth
+from labctl.lab.launchers.backend import Args
 from labctl.lab.power.backend import Gate, Report, sleep_until
 from labctl.lab.power.model import MachineState, PowerOutcome, State, lab_at, spread
 from labctl.lab.ready import Readiness
@@ -86,6 +92,7 @@ class LinkSettings:
     ping_timeout_s: float = 1.0
     poll_s: float = 0.1
     liveness_every_s: float = 1.0  # how often an agent that owes results is pinged
+    launcher_grace_s: float = 5.0  # past a launcher call's own deadline, for the agent's answer
 
 
 @dataclass
@@ -192,6 +199,7 @@ class ControllerLink:
         self._conn: HubConnection | None = None
         self._lock = threading.Lock()
         self.last_dispatch: Dispatch | None = None
+        self._absent: set[str] = set()  # agents a launcher call last found missing on the hub
         self.dispatches: list[Dispatch] = []
 
     # --- connection ------------------------------------------------------------------------------
@@ -719,3 +727,68 @@ class ControllerLink:
                 self._event("source.error", endpoint, source=name, agent=agent, detail=why)
 
         return AgentFeed(spec, agent, start=start, stop=stop, on_errors=errors)
+
+    # --- session launchers placed at an agent ----------------------------------------------------
+    def launcher_call(self, launcher: Launcher, verb: str, args: Args, timeout_s: float) -> str:
+        """One ``labctl-launcher/1`` call through the agent ``launcher`` is placed at (core NATS
+        request/reply, deadline ``timeout_s`` + ``launcher_grace_s``): the launcher's answer text.
+        No answer, or the agent's word that it got none, is an EndpointError naming both."""
+        agent = launcher.agent or ""
+        action = f"launcher {verb} through site agent {agent}"
+        fix = f"is agent {agent} up? labctl agents --lab {self.lab.source_file}"
+        call = LauncherCall(
+            lab=self.lab.name,
+            agent=agent,
+            launcher=launcher.name,
+            verb=verb,  # the backends pass the protocol's four verbs (pydantic checks)
+            args={k: v if isinstance(v, str | int) else list(v) for k, v in args.items()},
+            timeout_s=timeout_s,
+            clock=self._clock_spec(),
+        )
+        wait_s = timeout_s + self.settings.launcher_grace_s
+        c = self.conn()
+
+        # an agent that is (re)connecting, or whose leaf node's link to the hub is, has no listener
+        # on the hub for a moment: asked again for down_after_s, as clock pings are (measure);
+        # once per outage (an agent found absent fails the next calls at once, until it answers)
+        settle_s = 0.0 if agent in self._absent else self.agents.down_after_s
+        settle_until = time.monotonic() + settle_s
+        subject = launcher_subject(self.lab.name, agent)
+
+        async def ask() -> tuple[bytes | None, str]:
+            while True:
+                try:
+                    msg = await c.nc.request(subject, call.to_bytes(), timeout=wait_s)
+                    return msg.data, ""
+                except nats.errors.NoRespondersError:
+                    if time.monotonic() < settle_until:
+                        await asyncio.sleep(self.settings.poll_s)
+                        continue
+                    return None, f"agent {agent} does not listen on the hub {c.url} (down, or not connected)"
+                except nats.errors.TimeoutError:
+                    return (
+                        None,
+                        f"agent {agent} gave no answer within {wait_s:g} s (it died, or its link is down)",
+                    )
+
+        try:
+            data, why = c.call(ask(), action, settle_s + wait_s + 2.0)
+        except EndpointError as exc:  # the hub itself: named, with the agent and the launcher
+            data, why = None, f"agent {agent} not reached: {exc}"
+        if data is None:
+            self._absent.add(agent)
+            self._event("launcher.unreachable", launcher.name, agent=agent, verb=verb, detail=why)
+            raise EndpointError(launcher.name, action, why, fix)
+        self._absent.discard(agent)
+        try:
+            answer = LauncherAnswer.from_bytes(data)
+        except ValueError as exc:
+            raise EndpointError(
+                launcher.name,
+                action,
+                f"agent {agent} answered something else: {str(exc).splitlines()[0]}",
+                fix,
+            ) from None
+        if not answer.ok:
+            raise EndpointError(launcher.name, action, f"agent {agent}: {answer.error}", answer.fix)
+        return answer.stdout

@@ -5,7 +5,8 @@ powered, watched and health-checked by that agent, where the wire is. :class:`Si
 session's service for them: it opens the link to the agents on first use (the NATS one,
 :class:`labctl.lab.sites.link.ControllerLink`; a lab without agents never loads nats-py) and
 closes it with the lab context. The power, readiness and health services are handed it when the
-session builds them (it is their ``agents``).
+session builds them (it is their ``agents``), and the launchers when a storm opens them (their relay
+to the launchers placed at an agent).
 
 What the pytest plugin (or any run) calls:
 
@@ -26,9 +27,11 @@ from labctl.clock import LabClock
 from labctl.drivers.power_verbs import PowerVerb
 from labctl.errors import BadInputError
 from labctl.inventory.model import Lab, Machine
+from labctl.inventory.vdi import Launcher
 from labctl.lab.context import LabContext, agents_of
 from labctl.lab.events import Timeline
 from labctl.lab.health import DeviceHealth
+from labctl.lab.launchers.backend import Args
 from labctl.lab.power.backend import Gate, Report
 from labctl.lab.power.model import MachineState
 from labctl.lab.ready import Readiness
@@ -60,6 +63,9 @@ class AgentLink(Protocol):
     ) -> dict[str, DeviceHealth]: ...
 
     def feed(self, agent: str, source: str, targets: Sequence[str], interval_s: float) -> MetricSource: ...
+
+    def launcher_call(self, launcher: Launcher, verb: str, args: Args, timeout_s: float) -> str:
+        """A ``labctl-launcher/1`` call to a launcher placed at an agent: the launcher's text."""
 
     def require(self, agents: Sequence[str]) -> None:
         """Raise :class:`AgentDown` naming the first agent of ``agents`` with no fresh heartbeat."""
@@ -127,6 +133,10 @@ class Sites:
     ) -> dict[str, DeviceHealth]:
         return self.link.health(machines, wake=wake, wake_timeout_s=wake_timeout_s)
 
+    def launcher_call(self, launcher: Launcher, verb: str, args: Args, timeout_s: float) -> str:
+        """What the launchers hand to the agents (:class:`labctl.lab.launchers.agent.LauncherRelay`)."""
+        return self.link.launcher_call(launcher, verb, args, timeout_s)
+
     # --- what a run asks of them directly ---------------------------------------------------------
     def set_context(self, run_id: str, cell_id: str) -> None:
         """Name the run and cell whose orders follow: order ids are ``<run>/<cell>/<step>``, so a
@@ -171,10 +181,14 @@ def agent_feeds(
 
 def require_agents(lab: Lab, machines: Sequence[Machine] | None = None) -> None:
     """Refuse to start (:class:`AgentDown`, one line) when an agent serving ``machines`` (default:
-    the whole lab) has no fresh heartbeat. Nothing to check for a lab without agents."""
+    the whole lab, the session launchers placed at agents included) has no fresh heartbeat.
+    Nothing to check for a lab without agents."""
     if lab.agents is None:
         return
-    needed = sorted(agents_of(list(lab.machines.values()) if machines is None else machines))
+    wanted = set(agents_of(list(lab.machines.values()) if machines is None else machines))
+    if machines is None and lab.vdi is not None:
+        wanted |= {ln.agent for ln in lab.vdi.launchers if ln.agent}
+    needed = sorted(wanted)
     if not needed:
         return
     link = open_link(lab)
