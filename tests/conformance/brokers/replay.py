@@ -1,0 +1,134 @@
+"""A small HTTP server on loopback that answers a broker's API from recorded responses.
+
+Brokers speak forms, XML, JSON and ICA files, and set cookies and paging headers, so a route
+gets the whole request (``Call``) and returns raw bytes with headers (``Answer``). The server keeps
+every request, so a test can hold the client's calls against the recorded endpoints. It runs in a
+thread of the test process on 127.0.0.1 and a free port, and is closed by the test
+(``with Replay(route) as server``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+RECORDINGS = Path(__file__).parent / "recordings"
+
+
+def recording(name: str) -> bytes:
+    return (RECORDINGS / name).read_bytes()
+
+
+def recorded_json(name: str) -> Any:
+    return json.loads(recording(name))
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    path: str
+    query: dict[str, str]
+    form: dict[str, str]
+    body: bytes
+    headers: dict[str, str]  # lower-case names
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int = 200
+    body: bytes = b""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def json(cls, obj: Any, status: int = 200, headers: list[tuple[str, str]] | None = None) -> Answer:
+        return cls(status, json.dumps(obj).encode(), [("Content-Type", "application/json"), *(headers or [])])
+
+    @classmethod
+    def xml(cls, body: bytes, headers: list[tuple[str, str]] | None = None) -> Answer:
+        return cls(200, body, [("Content-Type", "application/xml; charset=utf-8"), *(headers or [])])
+
+
+Route = Callable[[Call], Answer]
+
+
+class Replay:
+    def __init__(self, route: Route):
+        self.route = route
+        self.calls: list[Call] = []
+        self._lock = threading.Lock()
+        replay = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _serve(self) -> None:
+                parts = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                ctype = self.headers.get("Content-Type", "")
+                form = (
+                    dict(parse_qsl(raw.decode(), keep_blank_values=True))
+                    if "x-www-form-urlencoded" in ctype
+                    else {}
+                )
+                call = Call(
+                    self.command,
+                    parts.path,
+                    dict(parse_qsl(parts.query, keep_blank_values=True)),
+                    form,
+                    raw,
+                    {k.lower(): v for k, v in self.headers.items()},
+                )
+                with replay._lock:
+                    replay.calls.append(call)
+                try:
+                    answer = replay.route(call)
+                except Exception as exc:  # a route that fails answers 500 naming why
+                    answer = Answer(500, repr(exc).encode())
+                self.send_response(answer.status)
+                for k, v in answer.headers:
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(answer.body)))
+                self.end_headers()
+                self.wfile.write(answer.body)
+
+            do_GET = do_POST = do_HEAD = _serve
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="broker-replay",
+            daemon=True,
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> Replay:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def paths(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(c.method, c.path) for c in self.calls]
