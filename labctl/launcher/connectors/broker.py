@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import requests
+
 MAX_SECRET_BYTES = 64 * 1024
 
 
@@ -55,6 +57,20 @@ class BrokerLogon:
             "unmeasured": dict(self.unmeasured),
             **self.extra,
         }
+
+
+def transport_error(exc: requests.RequestException) -> str:
+    """Why a call did not reach its answer, in a lab engineer's words (no URL parameters, no secrets)."""
+    if isinstance(exc, requests.exceptions.SSLError):
+        return (
+            "its TLS certificate is not trusted: add its CA to the launcher's trust store "
+            "(REQUESTS_CA_BUNDLE), or set verify_tls: false for a lab broker only (insecure)"
+        )
+    if isinstance(exc, requests.exceptions.Timeout):
+        return "no answer within the timeout"
+    if isinstance(exc, requests.exceptions.ConnectionError):
+        return "the connection failed (name, address or port?)"
+    return type(exc).__name__
 
 
 def resolve_secret(ref: str, what: str) -> str:

@@ -27,7 +27,14 @@ from typing import Any
 import requests
 
 from labctl.launcher.config import BrokerApi
-from labctl.launcher.connectors.broker import BrokerError, BrokerLogon, BrokerSpan, resolve_secret, utc_time
+from labctl.launcher.connectors.broker import (
+    BrokerError,
+    BrokerLogon,
+    BrokerSpan,
+    resolve_secret,
+    transport_error,
+    utc_time,
+)
 
 BROKER = "citrix-monitor"
 # Waterfall phase -> the Connection's (start, end) time fields.
@@ -61,7 +68,6 @@ class MonitorClient:
         self.api = api
         self.base = api.url.rstrip("/")
         self.http = session or requests.Session()
-        self.http.verify = api.verify_tls
         self.http.headers["Accept"] = "application/json"
         if api.auth == "bearer":
             token = resolve_secret(api.secret, "connector.broker_api.secret")
@@ -79,9 +85,10 @@ class MonitorClient:
 
     def get(self, url: str, params: dict[str, str] | None, what: str) -> dict[str, Any]:
         try:
-            r = self.http.get(url, params=params, timeout=self.api.timeout_s)
+            # verify per call: a Session's verify=False loses to REQUESTS_CA_BUNDLE (psf/requests#3829)
+            r = self.http.get(url, params=params, timeout=self.api.timeout_s, verify=self.api.verify_tls)
         except requests.RequestException as exc:
-            raise BrokerError(f"Citrix Monitor {self.base}: {what} failed ({type(exc).__name__})") from None
+            raise BrokerError(f"Citrix Monitor {self.base}: {what} failed ({transport_error(exc)})") from None
         if r.status_code in (401, 403):
             raise BrokerError(
                 f"Citrix Monitor {self.base}: {what} refused (HTTP {r.status_code}); the API account needs "

@@ -31,7 +31,13 @@ from typing import Any
 import requests
 
 from labctl.launcher.config import BrokerApi
-from labctl.launcher.connectors.broker import BrokerError, BrokerLogon, epoch_ms, resolve_secret
+from labctl.launcher.connectors.broker import (
+    BrokerError,
+    BrokerLogon,
+    epoch_ms,
+    resolve_secret,
+    transport_error,
+)
 
 BROKER = "horizon-rest"
 PAGE_SIZE = 500  # the guide's limit is 1,000
@@ -74,8 +80,7 @@ class HorizonRest:
         self.base = api.url.rstrip("/")
         if not self.base.endswith("/rest"):
             self.base += "/rest"
-        self.http = session or requests.Session()
-        self.http.verify = api.verify_tls
+        self.http = session or requests.Session()  # verify is given per call (psf/requests#3829)
         self._lock = threading.Lock()
         self._access = ""
         self._refresh = ""
@@ -84,9 +89,11 @@ class HorizonRest:
 
     def _post_json(self, path: str, body: dict[str, str], what: str) -> requests.Response:
         try:
-            return self.http.post(f"{self.base}{path}", json=body, timeout=self.api.timeout_s)
+            return self.http.post(
+                f"{self.base}{path}", json=body, timeout=self.api.timeout_s, verify=self.api.verify_tls
+            )
         except requests.RequestException as exc:
-            raise BrokerError(f"Horizon {self.base}: {what} failed ({type(exc).__name__})") from None
+            raise BrokerError(f"Horizon {self.base}: {what} failed ({transport_error(exc)})") from None
 
     def login(self) -> None:
         if self.api.auth != "password":
@@ -141,9 +148,12 @@ class HorizonRest:
                         params=params,
                         headers={"Authorization": f"Bearer {self._access}"},
                         timeout=self.api.timeout_s,
+                        verify=self.api.verify_tls,
                     )
                 except requests.RequestException as exc:
-                    raise BrokerError(f"Horizon {self.base}: {what} failed ({type(exc).__name__})") from None
+                    raise BrokerError(
+                        f"Horizon {self.base}: {what} failed ({transport_error(exc)})"
+                    ) from None
                 if r.status_code == 401 and attempt == 0:
                     self._renew()  # the access token expired: refresh it once, else log on again
                     continue

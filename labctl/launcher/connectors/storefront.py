@@ -29,7 +29,7 @@ from urllib.parse import urljoin
 
 import requests
 
-from labctl.launcher.connectors.broker import BrokerError
+from labctl.launcher.connectors.broker import BrokerError, transport_error
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # a store's answers are small; a resource list of thousands fits
 
@@ -136,8 +136,8 @@ class StoreFront:
         self.base = store_url.rstrip("/") + "/"
         self.timeout_s = timeout_s
         self.sleep = sleep
+        self.verify_tls = verify_tls
         self.http = requests.Session()
-        self.http.verify = verify_tls
         self.http.headers["X-Citrix-IsUsingHTTPS"] = "Yes" if self.base.startswith("https") else "No"
         self.http.headers["X-Requested-With"] = "XMLHttpRequest"
 
@@ -161,11 +161,17 @@ class StoreFront:
         if csrf:
             headers["Csrf-Token"] = csrf
         try:
-            r = self.http.request(method, self.url(path), headers=headers, timeout=self.timeout_s, **kw)
+            r = self.http.request(
+                method,
+                self.url(path),
+                headers=headers,
+                timeout=self.timeout_s,
+                # per call: a Session's verify=False is overridden by REQUESTS_CA_BUNDLE (psf/requests#3829)
+                verify=self.verify_tls,
+                **kw,
+            )
         except requests.RequestException as exc:
-            raise BrokerError(
-                f"StoreFront {self.base}: {what} failed ({type(exc).__name__}); is the store reachable?"
-            ) from None
+            raise BrokerError(f"StoreFront {self.base}: {what} failed ({transport_error(exc)})") from None
         if len(r.content) > MAX_BODY_BYTES:
             raise BrokerError(f"StoreFront {self.base}: {what} answered {len(r.content)} bytes; refused")
         if r.status_code == 403:

@@ -10,6 +10,7 @@ thread of the test process on 127.0.0.1 and a free port, and is closed by the te
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,8 +62,9 @@ Route = Callable[[Call], Answer]
 
 
 class Replay:
-    def __init__(self, route: Route):
+    def __init__(self, route: Route, tls: ssl.SSLContext | None = None):
         self.route = route
+        self.scheme = "https" if tls else "http"
         self.calls: list[Call] = []
         self._lock = threading.Lock()
         replay = self
@@ -108,6 +110,8 @@ class Replay:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -118,7 +122,7 @@ class Replay:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{self.scheme}://{host}:{port}"
 
     def __enter__(self) -> Replay:
         self._thread.start()
@@ -132,3 +136,40 @@ class Replay:
     def paths(self) -> list[tuple[str, str]]:
         with self._lock:
             return [(c.method, c.path) for c in self.calls]
+
+
+def self_signed(tmp: Path) -> ssl.SSLContext:
+    """A server context with a certificate for 127.0.0.1 that nobody trusts (made in the test)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
+        )
+        .sign(key, hashes.SHA256())
+    )
+    (tmp / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tmp / "cert.pem", tmp / "key.pem")
+    return ctx

@@ -12,7 +12,7 @@ from labctl.launcher.config import Connector as ConnectorConfig
 from labctl.launcher.connectors.broker import BrokerError
 from labctl.launcher.connectors.citrix import CitrixConnector
 from labctl.launcher.connectors.storefront import Form, LaunchTimes, StoreFront, parse_ica, parse_xml
-from tests.conformance.brokers.replay import Replay, recording
+from tests.conformance.brokers.replay import Replay, recording, self_signed
 from tests.conformance.brokers.storefront_replay import SITE, Store
 
 PASSWORD = "s3cret-Pw!"
@@ -191,3 +191,18 @@ def test_a_real_stores_namespaced_authentication_status_is_read() -> None:
         sf.configuration()
         assert sf.login("LAB\\u1", PASSWORD) == "IntegratedWindows"
         assert [r.name for r in sf.resources()] == ["Access 2010"]
+
+
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")  # the insecure case, on purpose
+def test_tls_is_verified_unless_the_connector_says_insecure(tmp_path: Path) -> None:
+    """A store with a self-signed certificate: refused by default with the reason and the fix,
+    accepted only with verify_tls: false, also when REQUESTS_CA_BUNDLE is set in the environment
+    (it silently overrides a requests Session's verify=False: psf/requests#3829)."""
+    with Replay(Store().route, tls=self_signed(tmp_path)) as server:
+        assert server.url.startswith("https://")
+        with pytest.raises(BrokerError, match="TLS certificate is not trusted"):
+            _connector(server, [], pool="Access 2010").launch("d1", "u1", PASSWORD, "l-6", tmp_path)
+        launch = _connector(server, [], pool="Access 2010", verify_tls=False).launch(
+            "d1", "u1", PASSWORD, "l-7", tmp_path
+        )
+    assert Path(launch.argv[1]).read_bytes() == recording("storefront/sf3_launch.ica")
