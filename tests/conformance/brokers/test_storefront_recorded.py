@@ -193,7 +193,9 @@ def test_a_real_stores_namespaced_authentication_status_is_read() -> None:
         assert [r.name for r in sf.resources()] == ["Access 2010"]
 
 
-@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")  # the insecure case, on purpose
+@pytest.mark.filterwarnings(
+    "ignore::urllib3.exceptions.InsecureRequestWarning"
+)  # the insecure case, on purpose
 def test_tls_is_verified_unless_the_connector_says_insecure(tmp_path: Path) -> None:
     """A store with a self-signed certificate: refused by default with the reason and the fix,
     accepted only with verify_tls: false, also when REQUESTS_CA_BUNDLE is set in the environment
