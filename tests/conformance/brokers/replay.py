@@ -71,6 +71,7 @@ class Replay:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go in two writes: no 40 ms delayed-ACK wait
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
