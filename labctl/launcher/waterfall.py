@@ -126,7 +126,10 @@ def _authentication(
 
 
 def event(s: Session, conn: Connector, first_op_end_ts: float) -> dict[str, Any]:
-    broker, why = conn.broker_logon(s.desktop, s.user, s.launch_ts, first_op_end_ts)
+    try:
+        broker, why = conn.broker_logon(s.desktop, s.user, s.launch_ts, first_op_end_ts)
+    except Exception as exc:  # the broker's answer is extra: its failure never costs the waterfall
+        broker, why = None, f"the broker lookup failed: {type(exc).__name__}: {exc}"
     extra: dict[str, Any] = {}
     if broker is not None:
         extra["broker"] = broker.as_dict()
