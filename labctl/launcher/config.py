@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 MAX_FILE_BYTES = 256 * 1024  # a launcher's config or credentials file is a few lines
 
@@ -49,6 +49,17 @@ class BrokerApi(_Model):
     timeout_s: float = Field(10.0, gt=0, le=120)  # each call's timeout
     max_pages: int = Field(50, ge=1, le=10_000)  # a collection longer than this is refused, not cut
 
+    @model_validator(mode="after")
+    def _tls(self) -> BrokerApi:
+        _plain_http(self.url, self.verify_tls)
+        return self
+
+
+def _plain_http(url: str, verify_tls: bool) -> None:
+    """Passwords cross a broker's connection: plain http only when marked insecure."""
+    if url.lower().startswith("http://") and verify_tls:
+        raise ValueError(f"{url} is plain http: use https, or set verify_tls: false to accept it (insecure)")
+
 
 class Connector(_Model):
     """How this launcher reaches its pool's desktops."""
@@ -74,6 +85,12 @@ class Connector(_Model):
     verify_tls: bool = True  # citrix: the StoreFront's certificate (false is insecure)
     launch_wait_s: float = Field(300.0, gt=0)  # citrix: how long a desktop may take to become ready
     broker_api: BrokerApi | None = None  # horizon / citrix: the broker's API for logon timings
+
+    @model_validator(mode="after")
+    def _store_tls(self) -> Connector:
+        if self.kind == "citrix":
+            _plain_http(self.server, self.verify_tls)  # the users' passwords go to StoreFront
+        return self
 
 
 class LauncherConfig(_Model):

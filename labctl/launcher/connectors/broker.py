@@ -59,6 +59,16 @@ class BrokerLogon:
         }
 
 
+def require_tls(url: str, verify_tls: bool, what: str) -> None:
+    """Credentials cross this connection (a user's password, an API account's): plain http only
+    when the configuration says insecure."""
+    if url.lower().startswith("http://") and verify_tls:
+        raise BrokerError(
+            f"{what}: {url} is plain http, so passwords would cross the network in clear; "
+            "use https, or set verify_tls: false to accept it (insecure)"
+        )
+
+
 def transport_error(exc: requests.RequestException) -> str:
     """Why a call did not reach its answer, in a lab engineer's words (no URL parameters, no secrets)."""
     if isinstance(exc, requests.exceptions.SSLError):

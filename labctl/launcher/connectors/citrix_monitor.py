@@ -31,6 +31,7 @@ from labctl.launcher.connectors.broker import (
     BrokerError,
     BrokerLogon,
     BrokerSpan,
+    require_tls,
     resolve_secret,
     transport_error,
     utc_time,
@@ -65,6 +66,7 @@ SELECT = (
 
 class MonitorClient:
     def __init__(self, api: BrokerApi, session: requests.Session | None = None):
+        require_tls(api.url, api.verify_tls, "connector.broker_api.url")
         self.api = api
         self.base = api.url.rstrip("/")
         self.http = session or requests.Session()

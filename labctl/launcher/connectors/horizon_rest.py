@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ from labctl.launcher.connectors.broker import (
     BrokerError,
     BrokerLogon,
     epoch_ms,
+    require_tls,
     resolve_secret,
     transport_error,
 )
@@ -76,6 +77,7 @@ class HorizonRest:
     """One API account's conversation with one Connection Server; thread-safe, logs in lazily."""
 
     def __init__(self, api: BrokerApi, session: requests.Session | None = None):
+        require_tls(api.url, api.verify_tls, "connector.broker_api.url")
         self.api = api
         self.base = api.url.rstrip("/")
         if not self.base.endswith("/rest"):
@@ -84,6 +86,7 @@ class HorizonRest:
         self._lock = threading.Lock()
         self._access = ""
         self._refresh = ""
+        self._ids: dict[tuple[str, str], str] = {}  # (kind, name) -> id: pools and users do not move in a run
 
     # --- authentication ---------------------------------------------------------------------------
 
@@ -225,14 +228,24 @@ class HorizonRest:
         data = _json(r, "logon segment").get("logon_segment_data")
         return str(data)[:MAX_SEGMENT_CHARS] if data is not None else None
 
+    def _cached(self, kind: str, name: str, find: Callable[[], str]) -> str:
+        with self._lock:
+            known = self._ids.get((kind, name))
+        if known is None:
+            known = find()
+            with self._lock:
+                self._ids[(kind, name)] = known
+        return known
+
     def logon(
         self, user: str, domain: str, pool_name: str, since_ts: float, until_ts: float
     ) -> BrokerLogon | None:
-        pool = self.pool(pool_name)
-        sid = self.user_sid(user.split("\\")[-1], domain)
+        pool_id = self._cached("pool", pool_name, lambda: self.pool(pool_name).id)
+        login = user.split("\\")[-1]
+        sid = self._cached("user", f"{domain}\\{login}", lambda: self.user_sid(login, domain))
         mine = [
             s
-            for s in self.sessions(sid, pool.id)
+            for s in self.sessions(sid, pool_id)
             if s.start_ts is not None and since_ts <= s.start_ts <= until_ts
         ]
         if not mine:

@@ -29,7 +29,7 @@ from urllib.parse import urljoin
 
 import requests
 
-from labctl.launcher.connectors.broker import BrokerError, transport_error
+from labctl.launcher.connectors.broker import BrokerError, require_tls, transport_error
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # a store's answers are small; a resource list of thousands fits
 
@@ -133,6 +133,7 @@ class StoreFront:
         timeout_s: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
     ):
+        require_tls(store_url, verify_tls, "connector.server")
         self.base = store_url.rstrip("/") + "/"
         self.timeout_s = timeout_s
         self.sleep = sleep

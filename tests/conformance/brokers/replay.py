@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlsplit
 
 RECORDINGS = Path(__file__).parent / "recordings"
@@ -38,6 +38,7 @@ class Call:
     form: dict[str, str]
     body: bytes
     headers: dict[str, str]  # lower-case names
+    base_url: str = ""  # scheme://host:port the request came to
 
     def json(self) -> Any:
         return json.loads(self.body) if self.body else None
@@ -62,7 +63,13 @@ Route = Callable[[Call], Answer]
 
 
 class Replay:
-    def __init__(self, route: Route, tls: ssl.SSLContext | None = None):
+    """HTTPS with ``default_tls`` (the certificate the tests' trust store holds, see conftest) unless
+    given another context or ``plain=True``."""
+
+    default_tls: ClassVar[ssl.SSLContext | None] = None
+
+    def __init__(self, route: Route, tls: ssl.SSLContext | None = None, plain: bool = False):
+        tls = None if plain else (tls or Replay.default_tls)
         self.route = route
         self.scheme = "https" if tls else "http"
         self.calls: list[Call] = []
@@ -93,6 +100,7 @@ class Replay:
                     form,
                     raw,
                     {k.lower(): v for k, v in self.headers.items()},
+                    f"{replay.scheme}://{self.headers.get('Host', '')}",
                 )
                 with replay._lock:
                     replay.calls.append(call)

@@ -93,8 +93,7 @@ class Monitor:
             "value": pages[page],
         }
         if page + 1 < len(pages):
-            host = call.headers["host"]
-            body["@odata.nextLink"] = f"http://{host}/monitorodata/Sessions?page={page + 1}&user={user}"
+            body["@odata.nextLink"] = f"{call.base_url}/monitorodata/Sessions?page={page + 1}&user={user}"
         return Answer.json(body)
 
 

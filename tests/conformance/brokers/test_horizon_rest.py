@@ -146,13 +146,16 @@ def test_all_pages_are_read_while_has_more_records_says_so() -> None:
     with Replay(cs.route) as server:
         rest = HorizonRest(broker_api(server.url))
         got = rest.sessions(USER["id"], POOL["id"])
-        logon = rest.logon(
-            "testuser", "example.com", "sales-pool1", start_ms / 1000 - 60, start_ms / 1000 + 60
-        )
+        window = (start_ms / 1000 - 60, start_ms / 1000 + 60)
+        logon = rest.logon("testuser", "example.com", "sales-pool1", *window)
+        again = rest.logon("testuser", "example.com", "sales-pool1", *window)
         rest.logout()
     assert [s.id for s in got] == [f"made-{i:04d}" for i in range(6)] + ["made-0099"]
     pages = [c.query["page"] for c in cs.calls if c.path == "/rest/inventory/v1/sessions"]
-    assert pages == ["1", "2", "3", "1", "2", "3"]
+    assert pages == ["1", "2", "3"] * 3
+    assert again == logon  # the pool and the user are looked up once in a run:
+    looked_up = [c.path for c in cs.calls if "pools" in c.path or "ad-users" in c.path]
+    assert looked_up == ["/rest/inventory/v1/desktop-pools", "/rest/external/v1/ad-users-or-groups"]
     assert logon is not None and logon.session == "made-0099"
     assert logon.extra["broker_session_start_ts"] == start_ms / 1000
     assert logon.spans == {} and set(logon.unmeasured.values()) == {NO_PHASES}

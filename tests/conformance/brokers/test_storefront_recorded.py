@@ -208,3 +208,18 @@ def test_tls_is_verified_unless_the_connector_says_insecure(tmp_path: Path) -> N
             "d1", "u1", PASSWORD, "l-7", tmp_path
         )
     assert Path(launch.argv[1]).read_bytes() == recording("storefront/sf3_launch.ica")
+
+
+def test_plain_http_carries_no_password_unless_marked_insecure(tmp_path: Path) -> None:
+    """The users' passwords go to StoreFront: an http:// store is refused by the configuration and
+    the client, and works only with verify_tls: false."""
+    with pytest.raises(ValueError, match="plain http: use https, or set verify_tls: false"):
+        ConnectorConfig.model_validate({"kind": "citrix", "server": "http://sf.lab.local/Citrix/StoreWeb"})
+    with pytest.raises(BrokerError, match="plain http"):
+        StoreFront("http://sf.lab.local/Citrix/StoreWeb")
+    with Replay(Store().route, plain=True) as server:
+        assert server.url.startswith("http://")
+        launch = _connector(server, [], pool="Access 2010", verify_tls=False).launch(
+            "d1", "u1", PASSWORD, "l-8", tmp_path
+        )
+    assert Path(launch.argv[1]).read_bytes() == recording("storefront/sf3_launch.ica")
