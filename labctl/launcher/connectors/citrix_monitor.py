@@ -3,8 +3,9 @@
 The phases live on the ``Connection`` entity (one per connect or reconnect of a ``Session``), not
 on the session, as Citrix's data model defines them (citrix/monitoring-api,
 docs/api-reference/Monitor.Model.md): ``BrokeringDuration`` and ``AuthenticationDuration`` are
-durations in **milliseconds** (the model: "Authentication Duration in milliseconds"), every other
-phase is a pair of times (``VMStartStartDate``/``VMStartEndDate``, ``HdxStartDate``/``HdxEndDate``,
+durations in **milliseconds** (the model: "Authentication Duration in milliseconds"; for
+``BrokeringDuration`` it states no unit, and milliseconds is how its summaries and independent
+Monitor clients read it), every other phase is a pair of times (``VMStartStartDate``/``VMStartEndDate``, ``HdxStartDate``/``HdxEndDate``,
 ``GpoStartDate``/``GpoEndDate``, ``LogOnScriptsStartDate``/``EndDate``,
 ``ProfileLoadStartDate``/``EndDate``, ``InteractiveStartDate``/``EndDate``); there are no
 ``GpoDuration`` or ``ProfileLoadDuration`` fields. ``Session.LogOnDuration`` is the whole logon in
