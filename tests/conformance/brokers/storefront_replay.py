@@ -28,6 +28,7 @@ class Store:
     ica: str = "storefront/sf3_launch.ica"
     ica_is_json: bool = False
     auth_methods_body: bytes = b""  # a made list, where a test needs one no recording has
+    login_answer_body: bytes = b""  # a made LoginAttempt answer, likewise
     posted_logins: list[dict[str, str]] = field(default_factory=list)
 
     def route(self, call: Call) -> Answer:
@@ -52,7 +53,7 @@ class Store:
             )
         if step == "ExplicitAuth/LoginAttempt":
             self.posted_logins.append(dict(call.form))
-            answer = recording(self.login_answer)
+            answer = self.login_answer_body or recording(self.login_answer)
             if b"AuthenticationStatus" in answer and b"success" in answer:
                 return Answer.xml(answer, [("Set-Cookie", f"CtxsAuthId={AUTH_ID}; path={SITE}; HttpOnly")])
             return Answer.xml(answer)

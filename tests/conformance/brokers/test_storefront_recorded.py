@@ -223,3 +223,17 @@ def test_plain_http_carries_no_password_unless_marked_insecure(tmp_path: Path) -
             "d1", "u1", PASSWORD, "l-8", tmp_path
         )
     assert Path(launch.argv[1]).read_bytes() == recording("storefront/sf3_launch.ica")
+
+
+def test_a_wrong_password_form_fails_with_its_error_label(tmp_path: Path) -> None:
+    """Made from the recorded logon form: the same form again with an error label, as the Common
+    Forms Language marks a refused attempt (no capture of a wrong-password answer was found)."""
+    form = recording("storefront/explicit_login_form.xml")
+    error = (
+        b"<Requirement><Credential><Type>none</Type></Credential><Label>"
+        b"<Text>Incorrect user name or password.</Text><Type>error</Type></Label><Input /></Requirement>"
+    )
+    store = Store(login_answer_body=form.replace(b"<Requirements>", b"<Requirements>" + error, 1))
+    with Replay(store.route) as server, pytest.raises(BrokerError, match="Incorrect user name or password"):
+        _connector(server, []).launch("d1", "u1", "wrong", "l-9", tmp_path)
+    assert len(store.posted_logins) == 1 and not list(tmp_path.iterdir())
