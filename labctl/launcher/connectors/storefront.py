@@ -282,6 +282,7 @@ class StoreFront:
             ".ica"
         )
         end = time.monotonic() + deadline_s
+        slept_s = 0.0  # the waits asked for: the deadline holds whatever clock ``sleep`` keeps
         while True:
             r = self._send("POST", path, "GetLaunchStatus", data={"displayNameDesktopTitle": res.name})
             status = _json_status(r, "GetLaunchStatus")
@@ -295,14 +296,16 @@ class StoreFront:
             if times.ready_wait_start_ts is None:
                 times.ready_wait_start_ts = time.time()
             times.retries += 1
-            left = end - time.monotonic()
+            left = min(end - time.monotonic(), deadline_s - slept_s)
             if left <= 0:
                 raise BrokerError(
                     f"StoreFront: {res.name!r} was not ready after {deadline_s:.0f} s ({times.retries} retries); "
                     "raise launch_wait_s or look at the desktop's power state"
                 )
-            poll = status.get("pollTimeout")
-            self.sleep(min(float(poll) if isinstance(poll, int | float) and poll > 0 else 5.0, left))
+            poll = status.get("pollTimeout")  # seconds (the reference's example: 5)
+            wait = min(float(poll) if isinstance(poll, int | float) and poll > 0 else 5.0, left)
+            self.sleep(wait)
+            slept_s += wait
 
     def ica(self, res: Resource) -> bytes:
         params = {

@@ -237,3 +237,16 @@ def test_a_wrong_password_form_fails_with_its_error_label(tmp_path: Path) -> Non
     with Replay(store.route) as server, pytest.raises(BrokerError, match="Incorrect user name or password"):
         _connector(server, []).launch("d1", "u1", "wrong", "l-9", tmp_path)
     assert len(store.posted_logins) == 1 and not list(tmp_path.iterdir())
+
+
+def test_a_desktop_that_never_becomes_ready_fails_after_launch_wait_s(tmp_path: Path) -> None:
+    store = Store(launch_status=["storefront/doc_launch_status_retry.json"])  # retry, for ever
+    sleeps: list[float] = []
+    with (
+        Replay(store.route) as server,
+        pytest.raises(BrokerError, match=r"'Access 2010' was not ready after 12 s \(4 retries\)"),
+    ):
+        _connector(server, sleeps, pool="Access 2010", launch_wait_s=12).launch(
+            "d1", "u1", PASSWORD, "l-10", tmp_path
+        )
+    assert sleeps == [5.0, 5.0, 2.0]  # pollTimeout, cut at the deadline
