@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 MAX_FILE_BYTES = 256 * 1024  # a launcher's config or credentials file is a few lines
 
@@ -32,6 +32,35 @@ class Collector(_Model):
     url: str = ""  # what desktops are told to post to, when not http://<this host>:<port>
 
 
+class BrokerApi(_Model):
+    """A broker's management API the connector reads logon timings from (Horizon REST, Citrix Monitor).
+
+    ``secret`` is a reference, never the value: ``env:NAME`` (an environment variable of the
+    launcher's service) or ``file:/path`` (a file only the launcher's account can read).
+    """
+
+    url: str  # horizon: https://cs01.lab.local ; citrix: https://ddc01/Citrix/Monitor/OData/v4/Data
+    auth: Literal["password", "basic", "bearer"] = "password"  # horizon: password; citrix: basic|bearer
+    user: str = ""
+    domain: str = ""
+    secret: str = Field("", pattern=r"^$|^(env:[A-Za-z_][A-Za-z0-9_]*|file:/.+)$")
+    customer_id: str = ""  # Citrix Cloud: the Citrix-CustomerId header
+    verify_tls: bool = True  # false is insecure: only for a lab broker with a self-signed certificate
+    timeout_s: float = Field(10.0, gt=0, le=120)  # each call's timeout
+    max_pages: int = Field(50, ge=1, le=10_000)  # a collection longer than this is refused, not cut
+
+    @model_validator(mode="after")
+    def _tls(self) -> BrokerApi:
+        _plain_http(self.url, self.verify_tls)
+        return self
+
+
+def _plain_http(url: str, verify_tls: bool) -> None:
+    """Passwords cross a broker's connection: plain http only when marked insecure."""
+    if url.lower().startswith("http://") and verify_tls:
+        raise ValueError(f"{url} is plain http: use https, or set verify_tls: false to accept it (insecure)")
+
+
 class Connector(_Model):
     """How this launcher reaches its pool's desktops."""
 
@@ -52,6 +81,16 @@ class Connector(_Model):
         default_factory=dict
     )  # desktop -> host[:port] where DNS does not know it
     extra_args: list[str] = Field(default_factory=list)
+    protocol: str = ""  # horizon: BLAST | PCOIP | RDP ('' = the pool's default)
+    verify_tls: bool = True  # citrix: the StoreFront's certificate (false is insecure)
+    launch_wait_s: float = Field(300.0, gt=0)  # citrix: how long a desktop may take to become ready
+    broker_api: BrokerApi | None = None  # horizon / citrix: the broker's API for logon timings
+
+    @model_validator(mode="after")
+    def _store_tls(self) -> Connector:
+        if self.kind == "citrix":
+            _plain_http(self.server, self.verify_tls)  # the users' passwords go to StoreFront
+        return self
 
 
 class LauncherConfig(_Model):

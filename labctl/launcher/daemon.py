@@ -357,13 +357,25 @@ class Launcher:
                 s.ops += 1
                 if not s.waterfall_sent:
                     s.waterfall_sent = True
-                    self.journal.add(waterfall.event(s, self.connector, start + float(ev["response_s"])))
+                    self._waterfall(s, start + float(ev["response_s"]))
         assert s is not None
         return {
             "ok": True,
             "logoff": s.logoff_ts is not None or self.stopping.is_set(),
             "profile": s.workload,
         }
+
+    def _waterfall(self, s: Session, first_op_end_ts: float) -> None:
+        """Journal the logon's waterfall. A broker's API may take seconds to answer: that lookup runs
+        beside the collector, never inside a workload's report (the workload re-sends after 5 s)."""
+        if self.connector.cfg.broker_api is None:
+            self.journal.add(waterfall.event(s, self.connector, first_op_end_ts))
+            return
+        threading.Thread(
+            target=lambda: self.journal.add(waterfall.event(s, self.connector, first_op_end_ts)),
+            name=f"waterfall-{s.id}",
+            daemon=True,
+        ).start()
 
     # --- the servers ----------------------------------------------------------------------------
 

@@ -7,6 +7,11 @@ profile_load, group_policy, shell_ready (shell start to the workload's hello), f
 and ``unaccounted`` (the time no measured phase covers, e.g. starting the client process). A phase a mechanism cannot time is ``measured: false`` with the reason, never a guess.
 Times are the launcher's clock; the desktop's own (shell start) is shifted by the offset seen at
 the workload's hello.
+
+A connector with a broker API (Citrix Monitor, Horizon REST) fills the phases the launcher could
+not time from the broker's record of the same logon: such a phase has ``source`` naming the broker
+and its field, and counts towards ``unaccounted`` by its duration only (its times are the broker's
+clock). The broker's whole answer, and why it has none, is the event's ``broker``.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from labctl.launcher.connectors import Connector
+from labctl.launcher.connectors.broker import BrokerLogon
 from labctl.launcher.session import Session
 
 PHASES = (
@@ -33,7 +39,9 @@ NOT_HERE = {
 }
 
 
-def phases(s: Session, conn: Connector, first_op_end_ts: float) -> list[dict[str, Any]]:
+def phases(
+    s: Session, conn: Connector, first_op_end_ts: float, broker: BrokerLogon | None = None
+) -> list[dict[str, Any]]:
     def span(name: str, start: float | None, end: float | None, why: str = "") -> dict[str, Any]:
         if start is None or end is None or end < start:
             return {
@@ -51,15 +59,18 @@ def phases(s: Session, conn: Connector, first_op_end_ts: float) -> list[dict[str
 
     hello = s.hello or {}
     brokering_s = s.launch.brokering_s if s.launch is not None else None
+    timed = s.launch.spans if s.launch is not None else {}
     client_ts = s.client_ts
     brokered_ts = s.launch_ts + brokering_s if brokering_s is not None else None
+    broker_start, brokered_ts = timed.get("brokering", (s.launch_ts, brokered_ts))
+    ready = timed.get("machine_ready")
     shell = hello.get("shell_start_ts")
     shell_ts = float(shell) + s.clock_offset_s if shell is not None else None
     why_shell = str((hello.get("unmeasured") or {}).get("shell_ready", ""))
     security = s.marks.get("security")
     out = [
-        span("brokering", s.launch_ts, brokered_ts),
-        span("machine_ready", None, None),
+        span("brokering", broker_start, brokered_ts),
+        span("machine_ready", ready[0], ready[1]) if ready else span("machine_ready", None, None),
         span("protocol_connect", client_ts, security)
         if "protocol_connect" not in conn.unmeasured
         else span("protocol_connect", None, None),
@@ -69,10 +80,29 @@ def phases(s: Session, conn: Connector, first_op_end_ts: float) -> list[dict[str
         span("shell_ready", shell_ts, s.hello_ts, why_shell),
         span("first_operation", s.hello_ts, first_op_end_ts),
     ]
+    if broker is not None:
+        out = [_from_broker(p, broker) for p in out]
     total = first_op_end_ts - s.launch_ts
-    covered = _union([(p["start_ts"], p["end_ts"]) for p in out if p["measured"]])
+    covered = _union([(p["start_ts"], p["end_ts"]) for p in out if p["measured"] and "source" not in p])
+    covered += sum(p["duration_s"] for p in out if p["measured"] and "source" in p)
     out.append({"name": "unaccounted", "measured": True, "duration_s": round(max(0.0, total - covered), 3)})
     return out
+
+
+def _from_broker(p: dict[str, Any], broker: BrokerLogon) -> dict[str, Any]:
+    """A phase the launcher did not time, from the broker's record when it has one."""
+    if p["measured"]:
+        return p
+    b = broker.spans.get(p["name"])
+    if b is None:
+        why = broker.unmeasured.get(p["name"])
+        return {**p, "why": f"{p['why']}; {broker.broker}: {why}"} if why else p
+    return {
+        "name": p["name"],
+        "measured": True,
+        "duration_s": round(b.duration_s, 3),
+        "source": f"{broker.broker}: {b.source}",
+    }
 
 
 def _union(spans: list[tuple[float, float]]) -> float:
@@ -96,6 +126,15 @@ def _authentication(
 
 
 def event(s: Session, conn: Connector, first_op_end_ts: float) -> dict[str, Any]:
+    try:
+        broker, why = conn.broker_logon(s.desktop, s.user, s.launch_ts, first_op_end_ts)
+    except Exception as exc:  # the broker's answer is extra: its failure never costs the waterfall
+        broker, why = None, f"the broker lookup failed: {type(exc).__name__}: {exc}"
+    extra: dict[str, Any] = {}
+    if broker is not None:
+        extra["broker"] = broker.as_dict()
+    elif why:
+        extra["broker"] = {"why": why}
     return {
         "event": "logon",
         "session": s.id,
@@ -106,5 +145,6 @@ def event(s: Session, conn: Connector, first_op_end_ts: float) -> dict[str, Any]
         "launch_ts": s.launch_ts,
         "display_active_ts": s.marks.get("active"),
         "total_s": round(first_op_end_ts - s.launch_ts, 3),
-        "phases": phases(s, conn, first_op_end_ts),
+        "phases": phases(s, conn, first_op_end_ts, broker),
+        **extra,
     }

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from labctl.launcher.config import Connector as ConnectorConfig
+from labctl.launcher.connectors.broker import BrokerLogon
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,8 @@ class Launch:
     stdin: str = ""  # credentials the client reads from standard input
     cleanup: tuple[Path, ...] = ()  # temporary files (an ICA file) removed when the session ends
     brokering_s: float | None = None  # time spent asking a broker for the connection, if any
+    # Phases the connector timed itself while launching: waterfall phase -> (start_ts, end_ts).
+    spans: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,12 @@ class Connector:
 
     def launch(self, desktop: str, user: str, password: str, session: str, workdir: Path) -> Launch:
         raise NotImplementedError
+
+    def broker_logon(
+        self, desktop: str, user: str, launch_ts: float, end_ts: float
+    ) -> tuple[BrokerLogon | None, str]:
+        """What the broker's API says about this logon, or None and why not (no API, no record yet)."""
+        return None, ""
 
     def progress(self, line: str) -> Progress | None:
         """A milestone in one line of the client's output, if the line is one."""
