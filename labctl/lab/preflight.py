@@ -313,8 +313,12 @@ class Preflight:
                 f"perf {len(counters) - len(missing)}/{len(counters)} counters"
             )
             problems = []
+            shared = [n for n in absent if n in vc.ambiguous]
+            absent = [n for n in absent if n not in shared]
             if absent:
                 problems.append(f"VMs not found: {', '.join(absent[:5])}{' ...' if len(absent) > 5 else ''}")
+            if shared:  # vCenter names are unique per folder only; labctl finds VMs by name
+                problems.append(f"VM names more than one VM has: {', '.join(shared[:5])}")
             if missing:
                 problems.append(f"perf counters not found: {', '.join(missing)}")
             if problems:
