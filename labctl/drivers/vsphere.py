@@ -838,10 +838,13 @@ class VCenterClient:
                 out[n] = ReadyOutcome("ready", ready[n], last_seen=dict(seen[n]))
             else:
                 s = seen[n]
+                ip = s.get("guest.ipAddress")
                 detail = (
                     f"power {s.get('runtime.powerState', '?')}, tools {s.get('guest.toolsRunningStatus', '?')}, "
-                    f"ip {s.get('guest.ipAddress') or 'none'}"
+                    f"ip {ip or 'none'}{' (link-local)' if ip and routable_ip(ip) is None else ''}"
                 )
+                if (s.get("runtime.connectionState") or "connected") != "connected":
+                    detail = f"connection {s['runtime.connectionState']}, so vCenter's last known: {detail}"
                 out[n] = ReadyOutcome("timeout", None, detail, dict(s))
         return out
 

@@ -6,10 +6,10 @@ socket bound to that address (or to the wildcard), so a driver sends to the inve
 address unchanged -- with ``wakeonlan.wake(mac, host=broadcast, port=wol_port)`` exactly as on a
 real subnet -- and two simulated labs on different 127.x blocks never see each other's packets.
 
-A magic packet (AMD's Magic Packet Technology white paper, 20213 rev. A, 1995) is 6 x 0xFF
+A magic packet (AMD's Magic Packet Technology white paper, publication 20213, 1995) is 6 x 0xFF
 followed by the target MAC 16 times, *anywhere* in the frame: the NIC scans for that sequence and
-ignores what surrounds it. A 4- or 6-byte SecureOn password follows it directly (what Debian's
-`etherwake -p` and the `wakeonlan` library send). A datagram without the sequence is counted as
+ignores what surrounds it. A 4- or 6-byte SecureOn password follows it directly (the `wakeonlan`
+library's ``mac/password`` form sends 6). A datagram without the sequence is counted as
 malformed and ignored. A well-formed packet wakes the machine with that MAC only if the machine
 sits on this listener's subnet (a broadcast does not cross into another subnet: a packet sent to
 the wrong network's broadcast address wakes nothing on a real lab), and unless the

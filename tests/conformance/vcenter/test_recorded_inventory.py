@@ -300,6 +300,9 @@ def test_a_vm_on_a_host_that_stopped_responding_is_not_read_as_on(
     out = vc.wait_ready(["vCLS (24)", "dns.primp-industries.local"], timeout_s=2, require_ip=False)
     assert out["dns.primp-industries.local"].state == "ready"
     assert out["vCLS (24)"].state == "timeout"
+    assert out["vCLS (24)"].detail.startswith(
+        "connection disconnected, so vCenter's last known: power poweredOn"
+    )
 
 
 def test_vms_sharing_a_name_are_not_acted_on_by_that_name(sddc: tuple[Loaded, VCenterClient]) -> None:
@@ -330,4 +333,5 @@ def test_a_link_local_guest_address_is_no_address(sddc: tuple[Loaded, VCenterCli
     assert inv["LauDemo1"].ip is None
     out = vc.wait_ready(["LauDemo1"], timeout_s=2)
     assert out["LauDemo1"].state == "timeout"
+    assert "ip fe80::250:56ff:febd:dce1 (link-local)" in out["LauDemo1"].detail
     assert vc.wait_ready(["LauDemo1"], timeout_s=2, require_ip=False)["LauDemo1"].state == "ready"
