@@ -16,6 +16,7 @@ guest state, hosts, datastores. What the recordings taught (each test below fail
 from __future__ import annotations
 
 import math
+import re
 import tarfile
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -30,7 +31,11 @@ from pyVmomi import vim, vmodl
 from labctl.drivers.power_verbs import PowerReading
 from labctl.drivers.versions import check_version, verified
 from labctl.drivers.vsphere import VCenterClient
+from labctl.inventory import load_lab
+from labctl.lab.context import LabContext
+from labctl.lab.preflight import CheckResult, Preflight
 from tests.drivers.vcsim import Vcsim, run_vcsim
+from tests.labfiles import make_test_lab
 
 RECORDINGS = Path(__file__).parent / "recordings"
 ARCHIVES = sorted(p.name.removesuffix(".tar.xz") for p in RECORDINGS.glob("*.tar.xz"))
@@ -335,3 +340,35 @@ def test_a_link_local_guest_address_is_no_address(sddc: tuple[Loaded, VCenterCli
     assert out["LauDemo1"].state == "timeout"
     assert "ip fe80::250:56ff:febd:dce1 (link-local)" in out["LauDemo1"].detail
     assert vc.wait_ready(["LauDemo1"], timeout_s=2, require_ip=False)["LauDemo1"].state == "ready"
+
+
+def test_labctl_check_names_shared_and_missing_vms_and_the_verified_version(
+    sddc: tuple[Loaded, VCenterClient], tmp_path: Path
+) -> None:
+    """`labctl check`'s vCenter row against the SDDC: its version is a verified one, a VM name
+    two VMs share is named as such (not as missing, and not as found)."""
+    loaded, _ = sddc
+    text = make_test_lab(tmp_path, clients=1).read_text()
+    text = re.sub(r"url: https://127\.\d+\.3\.1:8989/sdk", f"url: {loaded.sim.url}", text)
+    text = text.replace('password: "secret:sim.vcenter_password"', 'password: "env:LABCTL_TEST_VC_PASSWORD"')
+    text = re.sub(r"user: administrator@vsphere.local", f"user: {loaded.sim.user}", text)
+    text = text.replace(
+        '  - {name: "vdi-[001-010]", vcenter: vc-01, tags: [vdi]}',
+        "  - {name: LauDemo1, vcenter: vc-01}\n  - {name: capv-haproxy, vcenter: vc-01}\n"
+        "  - {name: no-such-desktop, vcenter: vc-01}",
+    )
+    (tmp_path / "sddc.yaml").write_text(text)
+    lab = load_lab(tmp_path / "sddc.yaml", every_machine=True)
+    assert lab.vcenters["vc-01"].url == loaded.sim.url
+    ctx = LabContext(lab)
+    try:
+        r = CheckResult("vc-01", "vcenter", loaded.sim.url)
+        Preflight(ctx)._vcenter(r, "vc-01")
+    finally:
+        ctx.close()
+    assert not r.ok
+    assert r.version.endswith("[verified (recording)]"), r.version
+    assert "VMs not found: no-such-desktop" in r.reason
+    assert "VM names more than one VM has: capv-haproxy" in r.reason
+    assert "LauDemo1" not in r.reason
+    assert r.capabilities.startswith("1/3 inventory VMs")
