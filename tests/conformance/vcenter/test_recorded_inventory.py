@@ -18,11 +18,13 @@ from __future__ import annotations
 import math
 import re
 import tarfile
+import time
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -53,6 +55,7 @@ class RecordedVm:
     host: str | None
     in_vapp: bool
     template: bool
+    boot_time: str | None  # summary.runtime.bootTime as recorded (xsd:dateTime)
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,7 @@ def read_recording(directory: Path) -> Recording:
     for f in sorted(directory.glob("*-VirtualMachine-*.xml")):
         moid, p = _props(f)
         rt, guest = p["runtime"], p.get("guest")
-        config = p["summary"].find("config")
+        config, summary_rt = p["summary"].find("config"), p["summary"].find("runtime")
         vms.append(
             RecordedVm(
                 moid=moid,
@@ -117,6 +120,7 @@ def read_recording(directory: Path) -> Recording:
                 host=rt.findtext("host"),
                 in_vapp="parentVApp" in p and "parent" not in p,
                 template=config is not None and config.findtext("template") == "true",
+                boot_time=summary_rt.findtext("bootTime") if summary_rt is not None else None,
             )
         )
     hosts = {}
@@ -372,3 +376,28 @@ def test_labctl_check_names_shared_and_missing_vms_and_the_verified_version(
     assert "VM names more than one VM has: capv-haproxy" in r.reason
     assert "LauDemo1" not in r.reason
     assert r.capabilities.startswith("1/3 inventory VMs")
+
+
+@pytest.fixture
+def pacific_controller(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process's local zone is not UTC (a controller in California), restored after."""
+    monkeypatch.setenv("TZ", "America/Los_Angeles")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_boot_times_are_the_recorded_instants_whatever_the_controllers_zone(
+    primp: tuple[Loaded, VCenterClient], pacific_controller: None
+) -> None:
+    """vCenter writes xsd:dateTime in UTC (`2021-01-02T02:11:18.47869Z`); the driver's epoch
+    seconds are that instant on a controller whose local zone is eight hours behind."""
+    loaded, vc = primp
+    booted = {v.name: v.boot_time for v in loaded.recording.vms if v.boot_time}
+    assert len(booted) >= 10
+    inv = vc.inventory()
+    for name, recorded in booted.items():
+        when = datetime.fromisoformat(recorded.replace("Z", "+00:00"))
+        assert when.tzinfo is not None
+        assert inv[name].boot_time == pytest.approx(when.timestamp(), abs=1e-3), name
