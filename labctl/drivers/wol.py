@@ -189,6 +189,7 @@ class WolSender:
             ["wakeonlan", "-h"],
             timeout_s=self.relay_timeout_s,
             action="ask the Wake-on-LAN relay's wakeonlan for its options",
+            check=True,  # no wakeonlan there: its route fails now, naming why, before the burst
         )
         text = f"{res.stdout}\n{res.stderr}"
         command = PYPI_RELAY_COMMAND if "--host" in text else DEFAULT_RELAY_COMMAND

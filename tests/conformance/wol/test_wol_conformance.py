@@ -30,6 +30,7 @@ import wakeonlan
 from labctl.clock import LabClock
 from labctl.drivers.ssh import CommandResult, Shell, SshTarget, join_command
 from labctl.drivers.wol import WolSender, WolTarget
+from labctl.errors import EndpointError
 from labctl.inventory.model import Lab
 from labctl.lab.context import LabContext
 from labctl.sim.endpoint import SimContext
@@ -154,10 +155,11 @@ class LocalShell:
     """The relay's side of SSH, here: each command line, as SSH would deliver it, run by a POSIX
     shell whose PATH finds one real ``wakeonlan`` (the transport is not what is checked)."""
 
-    def __init__(self, program: str, bin_dir: Path):
+    def __init__(self, program: str | None, bin_dir: Path):
         bin_dir.mkdir(exist_ok=True)
-        (bin_dir / "wakeonlan").symlink_to(program)
-        self.env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+        if program is not None:
+            (bin_dir / "wakeonlan").symlink_to(program)
+        self.env = {"PATH": str(bin_dir) if program is None else f"{bin_dir}:/usr/bin:/bin"}
         self.lines: list[str] = []
 
     def run(
@@ -172,15 +174,17 @@ class LocalShell:
         line = argv if isinstance(argv, str) else join_command(argv, target.shell)
         self.lines.append(line)
         out = subprocess.run(
-            ["sh", "-c", line],
+            ["/bin/sh", "-c", line],
             capture_output=True,
             text=True,
             timeout=timeout_s or 10,
             env=self.env,
             check=False,
         )
-        if check:
-            assert out.returncode == 0, f"{line}: {out.stderr}"
+        if check and out.returncode != 0:  # as SshPool.run(check=True) does
+            raise EndpointError(
+                target.endpoint, action or line, f"exit {out.returncode}: {out.stderr.strip()}"
+            )
         return CommandResult(line, out.returncode, out.stdout, out.stderr, 0.0)
 
 
@@ -207,6 +211,20 @@ def test_the_relay_command_works_with_either_real_wakeonlan(
     assert by_net["far-net"].stats()["malformed"] == 0
     flag = "-i" if tool == "debian" else "-o"
     assert shell.lines[-1].startswith(f"wakeonlan {flag} {net.broadcast} -p {net.wol_port} ")
+
+
+def test_a_relay_without_wakeonlan_fails_its_route_before_the_burst(
+    lab: Lab, listeners, tmp_path: Path
+) -> None:
+    by_net, _ = listeners
+    shell = LocalShell(None, tmp_path / "bin")
+    relay = SshTarget("relay-01", "127.0.0.1", 22, "lab", shell=Shell.POSIX)
+    net = lab.networks["far-net"]
+    far = WolTarget("far-01", lab.machine("far-01").mac or "", net.broadcast, net.wol_port, relay)
+    dispatch = WolSender(repeat=1, ssh=shell).wake([far])  # type: ignore[arg-type]
+    assert set(dispatch.errors) == {"far-01"} and "exit 127" in dispatch.errors["far-01"]
+    assert shell.lines == ["wakeonlan -h"] and dispatch.packets == 0
+    assert by_net["far-net"].stats()["received"] == 0
 
 
 # --- the driver's packets, read by the white paper's rules ----------------------------------------
