@@ -273,14 +273,11 @@ class Preflight:
                 r.reason = f"relay {net.wol_relay!r} is not a machine with ssh access in this configuration"
                 r.fix = "name a machine of that subnet with ssh: as wol_relay"
                 return
-            self.ctx.ssh.run(
-                SshTarget.for_machine(relay),
-                ["hostname"],
-                timeout_s=30,
-                action="reach the WoL relay",
-                check=True,
-            )
-            r.capabilities = f"relay {relay.name} answers; {len(clients)} clients"
+            target = SshTarget.for_machine(relay)
+            self.ctx.ssh.run(target, ["hostname"], timeout_s=30, action="reach the WoL relay", check=True)
+            # which wakeonlan the relay has (Debian's takes -i, the PyPI script -o), or that it has none
+            command = " ".join(self.ctx.wol.relay_command_for(target))
+            r.capabilities = f"relay {relay.name} answers, sends with `{command}`; {len(clients)} clients"
         else:
             try:
                 sock = wakeonlan.create_socket(host=net.broadcast, port=net.wol_port, family=socket.AF_INET)

@@ -17,6 +17,7 @@ and far-net 127.a.128.0/17, their broadcasts 127.a.127.255 and 127.a.255.255.
 from __future__ import annotations
 
 import ipaddress
+import shutil
 import socket
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from labctl.drivers.wol import WolSender, WolTarget
 from labctl.errors import EndpointError
 from labctl.inventory.model import Lab
 from labctl.lab.context import LabContext
+from labctl.lab.preflight import CheckResult, Preflight
 from labctl.sim.endpoint import SimContext
 from labctl.sim.faults import FaultBook
 from labctl.sim.twin.interface import PowerState
@@ -153,14 +155,19 @@ def test_the_magic_sequence_anywhere_in_the_datagram_wakes(lab: Lab, listeners) 
 
 class LocalShell:
     """The relay's side of SSH, here: each command line, as SSH would deliver it, run by a POSIX
-    shell whose PATH finds one real ``wakeonlan`` (the transport is not what is checked)."""
+    shell whose PATH holds only `hostname` and one real ``wakeonlan`` (or none): the relay host.
+    The transport is not what is checked; the command lines and the programs are."""
 
     def __init__(self, program: str | None, bin_dir: Path):
         bin_dir.mkdir(exist_ok=True)
+        (bin_dir / "hostname").symlink_to(shutil.which("hostname") or "/bin/hostname")
         if program is not None:
             (bin_dir / "wakeonlan").symlink_to(program)
-        self.env = {"PATH": str(bin_dir) if program is None else f"{bin_dir}:/usr/bin:/bin"}
+        self.env = {"PATH": str(bin_dir)}  # the relay's programs and nothing else
         self.lines: list[str] = []
+
+    def close(self) -> None:
+        pass
 
     def run(
         self,
@@ -225,6 +232,35 @@ def test_a_relay_without_wakeonlan_fails_its_route_before_the_burst(
     assert set(dispatch.errors) == {"far-01"} and "exit 127" in dispatch.errors["far-01"]
     assert shell.lines == ["wakeonlan -h"] and dispatch.packets == 0
     assert by_net["far-net"].stats()["received"] == 0
+
+
+@pytest.mark.parametrize(("tool", "flag"), [("debian", "-i"), ("pypi", "-o"), (None, "")])
+def test_labctl_check_names_the_relays_wakeonlan(
+    lab: Lab, tmp_path: Path, tool: str | None, flag: str
+) -> None:
+    """`labctl check`'s Wake-on-LAN row of a relayed subnet asks the relay's program."""
+    relayed = lab.model_copy(
+        update={
+            "networks": {
+                **lab.networks,
+                "far-net": lab.networks["far-net"].model_copy(update={"wol_relay": "far-01"}),
+            }
+        }
+    )
+    program = {"debian": debian_wakeonlan, "pypi": lambda: str(Path(sys.executable).parent / "wakeonlan")}
+    shell = LocalShell(program[tool]() if tool else None, tmp_path / "bin")
+    ctx = LabContext(relayed)
+    ctx.ssh, ctx.wol = shell, WolSender(ssh=shell)  # type: ignore[assignment, arg-type]
+    r = CheckResult("far-net Wake-on-LAN", "wol", "")
+    try:
+        Preflight(ctx)._wol(r, "far-net")
+    except EndpointError as exc:  # the preflight's runner turns this into the row's reason
+        assert tool is None and "exit 127" in str(exc)
+        return
+    finally:
+        ctx.close()
+    assert tool is not None and f"sends with `wakeonlan {flag} {{broadcast}}" in r.capabilities
+    assert shell.lines == ["hostname", "wakeonlan -h"]
 
 
 # --- the driver's packets, read by the white paper's rules ----------------------------------------
