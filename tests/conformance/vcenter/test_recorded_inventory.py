@@ -39,6 +39,9 @@ from labctl.lab.preflight import CheckResult, Preflight
 from tests.drivers.vcsim import Vcsim, run_vcsim
 from tests.labfiles import make_test_lab
 
+# one worker loads the recordings (a few seconds each, once per module), not every worker
+pytestmark = pytest.mark.xdist_group("vcenter_recordings")
+
 RECORDINGS = Path(__file__).parent / "recordings"
 ARCHIVES = sorted(p.name.removesuffix(".tar.xz") for p in RECORDINGS.glob("*.tar.xz"))
 PAGE = 5
