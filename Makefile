@@ -11,7 +11,7 @@ GOVMOMI_VERSION := v0.46.3
 # The lease store and site agents' hub (JetStream key-value, leaf nodes); exact, from the Go module proxy.
 NATS_SERVER_VERSION := v2.11.17
 
-.PHONY: help install demo test lint typecheck unit bench clean postgresql-server pdf-libs ipmi-tools rdp-debs snmp-client
+.PHONY: help install demo test lint typecheck unit bench clean postgresql-server pdf-libs ipmi-tools rdp-debs snmp-client wol-sender
 
 help:
 	@echo "make demo   install everything, start the simulated lab, run the boot-storm plan, build the report"
@@ -105,7 +105,17 @@ snmp-client:
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends snmp >/dev/null && \
 	command -v snmpwalk >/dev/null
 
-install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim $(BIN)/nats-server node_modules/.bin/allure postgresql-server pdf-libs ipmi-tools rdp-debs snmp-client
+# Debian's wakeonlan (a Perl sender, not the PyPI library the driver uses, whose own `wakeonlan`
+# script is in the venv): the independent sender the simulated clients' WoL listeners are checked
+# with, and the relay command the driver runs on a relay host (tests/conformance/wol).
+wol-sender:
+	@if [ -x /usr/bin/wakeonlan ]; then exit 0; fi; \
+	echo "installing Debian's wakeonlan (an independent Wake-on-LAN sender for tests/conformance/wol)"; \
+	$(SUDO) apt-get update -qq && \
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wakeonlan >/dev/null && \
+	[ -x /usr/bin/wakeonlan ]
+
+install: $(VENV)/.installed $(BIN)/vcsim $(BIN)/govc $(BIN)/labctl-vcsim $(BIN)/nats-server node_modules/.bin/allure postgresql-server pdf-libs ipmi-tools rdp-debs snmp-client wol-sender
 
 # The main job on the simulated lab: check the inventory, then the 2007 boot storm (1 to 100
 # clients) with live progress; the simulated lab is started for the run and stopped after it.

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import http.client
+import ipaddress
 import socket
 import ssl
 import threading
@@ -47,6 +48,7 @@ from labctl.inventory.model import VCenter
 VM_PROPERTIES = (
     "name",
     "runtime.powerState",
+    "runtime.connectionState",
     "runtime.host",
     "guest.toolsRunningStatus",
     "guest.ipAddress",
@@ -54,6 +56,7 @@ VM_PROPERTIES = (
 )
 READY_PROPERTIES = (
     "runtime.powerState",
+    "runtime.connectionState",
     "guest.toolsRunningStatus",
     "guest.ipAddress",
     "summary.runtime.bootTime",
@@ -92,9 +95,14 @@ class VmInfo:
     ip: str | None = None
     boot_time: float | None = None  # epoch seconds, as vCenter reports it
     host: str | None = None  # host moid
+    # runtime.connectionState: anything but "connected" (the host is not responding, the VM is
+    # orphaned or inaccessible) means power_state is the last one vCenter knew, not the VM's now
+    connection_state: str = "connected"
 
     @property
     def reading(self) -> PowerReading:
+        if self.connection_state != "connected":
+            return PowerReading.UNKNOWN
         return _READINGS.get(self.power_state, PowerReading.UNKNOWN)
 
 
@@ -106,7 +114,10 @@ class DatastoreInfo:
     capacity_bytes: int
     free_bytes: int
     accessible: bool
-    status: str  # overallStatus: green, yellow (75 % used), red (85 %), gray
+    # overallStatus: the worst triggered alarm (green, yellow, red, gray). vCenter's default usage
+    # alarm is yellow at 75 % used, red at 85 %, but any alarm counts: a recorded vSAN datastore is
+    # yellow at 36 % used. Fullness is read from capacity and free space, never from this.
+    status: str
 
     @property
     def volume(self) -> str:
@@ -181,6 +192,21 @@ def fault_message(fault: Any) -> str:
     return f"{kind}: {msg}" if msg else kind
 
 
+def routable_ip(value: Any) -> str | None:
+    """The guest's address, or None when it has none a controller can reach: VMware Tools report
+    a link-local address (IPv6 fe80::/10, or IPv4 169.254/16 after a failed DHCP) as
+    ``guest.ipAddress`` while the guest has no other (a recorded vCenter's guests do)."""
+    text = str(value or "").strip()
+    if not text:
+        return None
+    try:
+        if ipaddress.ip_address(text.split("%", 1)[0]).is_link_local:
+            return None
+    except ValueError:
+        pass  # not an address: kept as the guest reported it
+    return text
+
+
 def _epoch(value: Any) -> float | None:
     if isinstance(value, datetime):
         return value.timestamp()
@@ -228,6 +254,7 @@ class VCenterClient:
         self._vms: dict[str, VmInfo] = {}
         self._refs: dict[str, Any] = {}  # name -> vim.VirtualMachine
         self._dcs: dict[str, Any] = {}  # dc moid -> vim.Datacenter
+        self._ambiguous: dict[str, tuple[str, ...]] = {}  # a name more than one VM has -> their moids
         self._counters: dict[str, CounterInfo] | None = None
         self.about: dict[str, str] = {}
 
@@ -420,28 +447,52 @@ class VCenterClient:
         return self._call(action, run)
 
     def inventory(self, properties: Sequence[str] = VM_PROPERTIES) -> dict[str, VmInfo]:
-        """Every VM by name with its power and guest state (a few calls whatever the count)."""
+        """Every VM by name with its power and guest state (a few calls whatever the count).
+
+        vCenter names are unique per folder, not per vCenter: a name two VMs share is left out
+        (acting on one of them by name could hit the other) and :meth:`why_missing` says why."""
         props = list(dict.fromkeys(["name", *properties]))
         vms: dict[str, VmInfo] = {}
         refs: dict[str, Any] = {}
+        moids: dict[str, list[str]] = {}
         for dc in self.datacenters():
             for obj, p in self.retrieve(dc.vmFolder, vim.VirtualMachine, props, "read the VM inventory"):
                 name = str(p.get("name", obj._moId))
                 host = p.get("runtime.host")
+                moids.setdefault(name, []).append(obj._moId)
                 vms[name] = VmInfo(
                     name=name,
                     moid=obj._moId,
                     datacenter=dc._moId,
                     power_state=str(p.get("runtime.powerState", "")),
                     tools_running=p.get("guest.toolsRunningStatus") == "guestToolsRunning",
-                    ip=p.get("guest.ipAddress") or None,
+                    ip=routable_ip(p.get("guest.ipAddress")),
                     boot_time=_epoch(p.get("summary.runtime.bootTime")),
                     host=host._moId if host is not None else None,
+                    connection_state=str(p.get("runtime.connectionState") or "connected"),
                 )
                 refs[name] = obj
+        ambiguous = {n: tuple(sorted(ids)) for n, ids in moids.items() if len(ids) > 1}
+        for n in ambiguous:
+            del vms[n], refs[n]
         with self._lock:
-            self._vms, self._refs = vms, refs
+            self._vms, self._refs, self._ambiguous = vms, refs, ambiguous
         return vms
+
+    @property
+    def ambiguous(self) -> dict[str, tuple[str, ...]]:
+        """Names more than one VM has (left out of :meth:`inventory`), with their moids."""
+        return dict(self._ambiguous)
+
+    def why_missing(self, name: str) -> str:
+        """Why ``name`` is not in the inventory: no such VM, or more than one VM has it."""
+        ids = self._ambiguous.get(name)
+        if ids:
+            return (
+                f"{len(ids)} VMs are named {name} in vCenter ({', '.join(ids)}); "
+                "rename them so the name is one VM's"
+            )
+        return "no such VM in vCenter"
 
     def hosts(self) -> dict[str, Any]:
         """ESXi hosts by name."""
@@ -523,7 +574,7 @@ class VCenterClient:
         """Power on many VMs with one ``PowerOnMultiVM_Task`` per datacenter, then wait for every task."""
         refs, unknown = self.vm_refs(names)
         outcomes: dict[str, TaskOutcome] = {
-            n: TaskOutcome("dispatch_error", "no such VM in vCenter") for n in unknown
+            n: TaskOutcome("dispatch_error", self.why_missing(n)) for n in unknown
         }
         by_dc: dict[str, list[str]] = {}
         for n in refs:
@@ -588,7 +639,7 @@ class VCenterClient:
     ) -> BatchResult:
         refs, unknown = self.vm_refs(names)
         outcomes: dict[str, TaskOutcome] = {
-            n: TaskOutcome("dispatch_error", "no such VM in vCenter") for n in unknown
+            n: TaskOutcome("dispatch_error", self.why_missing(n)) for n in unknown
         }
         tasks: dict[str, Any] = {}
         stamps: list[float] = []
@@ -748,9 +799,7 @@ class VCenterClient:
     ) -> dict[str, ReadyOutcome]:
         """Wait until each VM is on with its guest up (tools running, an IP) or the timeout ends."""
         refs, unknown = self.vm_refs(names)
-        out: dict[str, ReadyOutcome] = {
-            n: ReadyOutcome("error", detail="no such VM in vCenter") for n in unknown
-        }
+        out: dict[str, ReadyOutcome] = {n: ReadyOutcome("error", detail=self.why_missing(n)) for n in unknown}
         seen: dict[str, dict[str, Any]] = {n: {} for n in refs}
         ready: dict[str, float] = {}
         by_moid = {v._moId: n for n, v in refs.items()}
@@ -758,9 +807,11 @@ class VCenterClient:
         def is_ready(p: dict[str, Any]) -> bool:
             if p.get("runtime.powerState") != "poweredOn":
                 return False
+            if (p.get("runtime.connectionState") or "connected") != "connected":
+                return False  # the power and guest state are the last vCenter knew
             if require_tools and p.get("guest.toolsRunningStatus") != "guestToolsRunning":
                 return False
-            return not require_ip or bool(p.get("guest.ipAddress"))
+            return not require_ip or routable_ip(p.get("guest.ipAddress")) is not None
 
         def on_change(moid: str, changes: dict[str, Any]) -> None:
             name = by_moid.get(moid)
@@ -787,10 +838,13 @@ class VCenterClient:
                 out[n] = ReadyOutcome("ready", ready[n], last_seen=dict(seen[n]))
             else:
                 s = seen[n]
+                ip = s.get("guest.ipAddress")
                 detail = (
                     f"power {s.get('runtime.powerState', '?')}, tools {s.get('guest.toolsRunningStatus', '?')}, "
-                    f"ip {s.get('guest.ipAddress') or 'none'}"
+                    f"ip {ip or 'none'}{' (link-local)' if ip and routable_ip(ip) is None else ''}"
                 )
+                if (s.get("runtime.connectionState") or "connected") != "connected":
+                    detail = f"connection {s['runtime.connectionState']}, so vCenter's last known: {detail}"
                 out[n] = ReadyOutcome("timeout", None, detail, dict(s))
         return out
 

@@ -7,7 +7,10 @@ is kept, so the caller learns how simultaneous "simultaneous" was: the *spread* 
 the first machine's first packet to the last machine's first packet.
 
 Broadcasts do not cross routers: for a network with ``wol_relay``, the packets are sent by that
-relay host over SSH (``wakeonlan -i <broadcast> -p <port> <mac>...`` by default).
+relay host over SSH with its ``wakeonlan``. Two programs answer to that name and disagree on the
+address flag: Debian's and Ubuntu's (Perl) take ``-i <broadcast>``, the PyPI package's script
+(``pip install wakeonlan``, 4.x) takes ``-o <broadcast>`` and refuses ``-i``. With the default
+command the sender asks each relay's ``wakeonlan -h`` once, before the burst, and uses its flag.
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ from labctl.drivers.ssh import SshPool, SshTarget, join_command
 from labctl.errors import EndpointError, LabctlError
 
 # The relay runs this; {broadcast}, {port}, {macs} are filled in (macs quoted for its shell).
+# Debian's wakeonlan (Perl, 0.41): -i address, -p port.
 DEFAULT_RELAY_COMMAND = ("wakeonlan", "-i", "{broadcast}", "-p", "{port}", "{macs}")
+# The PyPI package's script (wakeonlan 4.x): -o/--host address, -p port; -i is an error.
+PYPI_RELAY_COMMAND = ("wakeonlan", "-o", "{broadcast}", "-p", "{port}", "{macs}")
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,7 @@ class WolSender:
         self.relay_command = tuple(relay_command)
         self.relay_timeout_s = relay_timeout_s
         self._clock = clock
+        self._relay_commands: dict[str, tuple[str, ...]] = {}  # relay name -> the command it takes
 
     def wake(
         self, targets: Sequence[WolTarget], *, armed_hook: Callable[[], None] | None = None
@@ -94,6 +101,14 @@ class WolSender:
         first_sent: dict[str, float] = {}
         errors: dict[str, str] = {}
         count = 0
+        commands: dict[tuple[str, int, str | None], tuple[str, ...]] = {}
+        for route, ts in list(relayed.items()):  # before the gate: a relay's program is asked once
+            try:
+                commands[route] = self.relay_command_for(ts[0].relay)
+            except LabctlError as exc:  # e.g. the relay refused us, or its credential is not set
+                for t in ts:
+                    errors[t.name] = str(exc)
+                del relayed[route]
 
         relay_futs = []
         pool = (
@@ -121,7 +136,7 @@ class WolSender:
                 last = started
                 if pool is not None:
                     for route, ts in relayed.items():
-                        relay_futs.append((route, ts, pool.submit(self._relay, route, ts)))
+                        relay_futs.append((route, ts, pool.submit(self._relay, route, ts, commands[route])))
                 for rnd in range(self.repeat):
                     if rnd and self.gap_s > 0:
                         time.sleep(self.gap_s)
@@ -159,21 +174,47 @@ class WolSender:
                 pool.shutdown(wait=True)
         return WolDispatch(first_sent, count, max(0.0, last - started), started, errors)
 
-    def relay_argv(self, broadcast: str, port: int, macs: Sequence[str]) -> list[str]:
+    def relay_command_for(self, relay: SshTarget | None) -> tuple[str, ...]:
+        """The command ``relay`` runs: the one given, or with the default, the flag its
+        ``wakeonlan`` takes (asked once with ``wakeonlan -h``: the PyPI script names ``--host``)."""
+        if relay is None or self.relay_command != DEFAULT_RELAY_COMMAND:
+            return self.relay_command
+        known = self._relay_commands.get(relay.name)
+        if known is not None:
+            return known
+        if self.ssh is None:
+            raise EndpointError(relay.endpoint, "relay Wake-on-LAN", "no SSH pool given to the WoL sender")
+        res = self.ssh.run(
+            relay,
+            ["wakeonlan", "-h"],
+            timeout_s=self.relay_timeout_s,
+            action="ask the Wake-on-LAN relay's wakeonlan for its options",
+            check=True,  # no wakeonlan there: its route fails now, naming why, before the burst
+        )
+        text = f"{res.stdout}\n{res.stderr}"
+        command = PYPI_RELAY_COMMAND if "--host" in text else DEFAULT_RELAY_COMMAND
+        self._relay_commands[relay.name] = command
+        return command
+
+    def relay_argv(
+        self, broadcast: str, port: int, macs: Sequence[str], command: Sequence[str] | None = None
+    ) -> list[str]:
         argv: list[str] = []
-        for part in self.relay_command:
+        for part in self.relay_command if command is None else command:
             if part == "{macs}":
                 argv.extend(macs)
             else:
                 argv.append(part.format(broadcast=broadcast, port=port))
         return argv
 
-    def _relay(self, route: tuple[str, int, str | None], targets: list[WolTarget]) -> tuple[float, int]:
+    def _relay(
+        self, route: tuple[str, int, str | None], targets: list[WolTarget], command: Sequence[str]
+    ) -> tuple[float, int]:
         relay = targets[0].relay
         assert relay is not None
         if self.ssh is None:
             raise EndpointError(relay.endpoint, "relay Wake-on-LAN", "no SSH pool given to the WoL sender")
-        argv = self.relay_argv(route[0], route[1], [t.mac for t in targets])
+        argv = self.relay_argv(route[0], route[1], [t.mac for t in targets], command)
         command = join_command(argv, relay.shell)
         # one command per repeat, so the relay repeats like a local burst would
         sent_at = self._clock()

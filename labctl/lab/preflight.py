@@ -273,14 +273,11 @@ class Preflight:
                 r.reason = f"relay {net.wol_relay!r} is not a machine with ssh access in this configuration"
                 r.fix = "name a machine of that subnet with ssh: as wol_relay"
                 return
-            self.ctx.ssh.run(
-                SshTarget.for_machine(relay),
-                ["hostname"],
-                timeout_s=30,
-                action="reach the WoL relay",
-                check=True,
-            )
-            r.capabilities = f"relay {relay.name} answers; {len(clients)} clients"
+            target = SshTarget.for_machine(relay)
+            self.ctx.ssh.run(target, ["hostname"], timeout_s=30, action="reach the WoL relay", check=True)
+            # which wakeonlan the relay has (Debian's takes -i, the PyPI script -o), or that it has none
+            command = " ".join(self.ctx.wol.relay_command_for(target))
+            r.capabilities = f"relay {relay.name} answers, sends with `{command}`; {len(clients)} clients"
         else:
             try:
                 sock = wakeonlan.create_socket(host=net.broadcast, port=net.wol_port, family=socket.AF_INET)
@@ -313,8 +310,12 @@ class Preflight:
                 f"perf {len(counters) - len(missing)}/{len(counters)} counters"
             )
             problems = []
+            shared = [n for n in absent if n in vc.ambiguous]
+            absent = [n for n in absent if n not in shared]
             if absent:
                 problems.append(f"VMs not found: {', '.join(absent[:5])}{' ...' if len(absent) > 5 else ''}")
+            if shared:  # vCenter names are unique per folder only; labctl finds VMs by name
+                problems.append(f"VM names more than one VM has: {', '.join(shared[:5])}")
             if missing:
                 problems.append(f"perf counters not found: {', '.join(missing)}")
             if problems:

@@ -6,9 +6,13 @@ socket bound to that address (or to the wildcard), so a driver sends to the inve
 address unchanged -- with ``wakeonlan.wake(mac, host=broadcast, port=wol_port)`` exactly as on a
 real subnet -- and two simulated labs on different 127.x blocks never see each other's packets.
 
-A magic packet is 6 x 0xFF followed by the target MAC 16 times (102 bytes), optionally followed by
-a 4- or 6-byte SecureOn password (106 or 108 bytes). Anything else is counted as malformed and
-ignored. A well-formed packet asks the twin to wake the machine with that MAC, unless the
+A magic packet (AMD's Magic Packet Technology white paper, publication 20213, 1995) is 6 x 0xFF
+followed by the target MAC 16 times, *anywhere* in the frame: the NIC scans for that sequence and
+ignores what surrounds it. A 4- or 6-byte SecureOn password follows it directly (the `wakeonlan`
+library's ``mac/password`` form sends 6). A datagram without the sequence is counted as
+malformed and ignored. A well-formed packet wakes the machine with that MAC only if the machine
+sits on this listener's subnet (a broadcast does not cross into another subnet: a packet sent to
+the wrong network's broadcast address wakes nothing on a real lab), and unless the
 ``client_never_wakes`` fault is active for it (the packet arrives; the NIC never powers the box).
 """
 
@@ -36,18 +40,22 @@ class MalformedPacket(ValueError):
 
 
 def parse_magic_packet(data: bytes) -> tuple[str, bytes | None]:
-    """``(mac, password)`` of a magic packet; raises :class:`MalformedPacket` saying what is wrong."""
-    extra = len(data) - MAGIC_LEN
-    if extra not in PASSWORD_LENGTHS:
-        raise MalformedPacket(
-            f"{len(data)} bytes (a magic packet has 102, or 106/108 with a SecureOn password)"
-        )
-    if data[:6] != SYNC:
-        raise MalformedPacket("does not start with 6 x 0xFF")
-    mac = data[6:12]
-    if data[6:MAGIC_LEN] != mac * 16:
-        raise MalformedPacket("the MAC is not repeated 16 times")
-    return ":".join(f"{b:02x}" for b in mac), (data[MAGIC_LEN:] or None)
+    """``(mac, password)`` of the first magic packet in a datagram (the sync stream and 16 copies
+    of one MAC, anywhere in it); the password is the 4 or 6 bytes after it when exactly that many
+    follow. Raises :class:`MalformedPacket` saying what is wrong."""
+    if len(data) < MAGIC_LEN:
+        raise MalformedPacket(f"{len(data)} bytes (a magic packet has at least 102)")
+    start = data.find(SYNC)
+    if start < 0:
+        raise MalformedPacket("does not contain 6 x 0xFF")
+    while start >= 0 and start + MAGIC_LEN <= len(data):
+        mac = data[start + 6 : start + 12]
+        if data[start + 6 : start + MAGIC_LEN] == mac * 16:
+            rest = data[start + MAGIC_LEN :]
+            password = rest if len(rest) in PASSWORD_LENGTHS[1:] else None
+            return ":".join(f"{b:02x}" for b in mac), password
+        start = data.find(SYNC, start + 1)
+    raise MalformedPacket("no MAC is repeated 16 times after 6 x 0xFF")
 
 
 @dataclass
@@ -55,6 +63,7 @@ class WolStats:
     received: int = 0
     woken: int = 0
     unknown_mac: int = 0  # well formed, but no machine of the lab has that MAC
+    other_subnet: int = 0  # a machine of the lab, on another subnet: a broadcast does not reach it
     ignored_by_fault: int = 0  # client_never_wakes
     malformed: int = 0
     last_malformed: str = ""
@@ -64,6 +73,7 @@ class WolStats:
             "received": self.received,
             "woken": self.woken,
             "unknown_mac": self.unknown_mac,
+            "other_subnet": self.other_subnet,
             "ignored_by_fault": self.ignored_by_fault,
             "malformed": self.malformed,
             "last_malformed": self.last_malformed,
@@ -77,6 +87,9 @@ class WolListener:
         self.ctx = ctx
         self.info = EndpointInfo("wol", name, broadcast, port, "udp")
         self._by_mac = {m.mac: m.name for m in ctx.lab.machines.values() if m.mac}
+        # the machines this broadcast reaches: those on a network with this (broadcast, port)
+        nets = {n.name for n in ctx.lab.networks.values() if (n.broadcast, n.wol_port) == (broadcast, port)}
+        self._reached = {m.mac for m in ctx.lab.machines.values() if m.mac and m.network in nets}
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -149,6 +162,13 @@ class WolListener:
             log.info("wol %s: malformed packet from %s: %s", self.info.host, peer, exc)
             return None
         name = self._by_mac.get(mac)
+        if name is not None and mac not in self._reached:
+            with self._lock:
+                self._stats.other_subnet += 1
+            log.info(
+                "wol %s: magic packet for %s (%s), which is on another subnet", self.info.host, name, mac
+            )
+            return None
         if name is not None and self.ctx.faults.active(FaultKind.CLIENT_NEVER_WAKES, name):
             with self._lock:
                 self._stats.ignored_by_fault += 1

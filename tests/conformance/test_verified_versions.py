@@ -51,7 +51,7 @@ def test_the_vcenter_row_is_the_recorded_vcenter() -> None:
     if not govmomi.is_file():
         pytest.skip("govmomi's module cache is not installed (make install builds vcsim into it)")
     text = govmomi.read_text()
-    (row,) = verified("vcenter")
+    (row,) = [r for r in verified("vcenter") if r.check.endswith("test_counter_catalogue.py")]
     version, build = row.version.split(" build-")
     for field in (f'Version:               "{version}"', f'Build:                 "{build}"', f'"{row.api}"'):
         assert field in text

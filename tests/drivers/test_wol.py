@@ -85,9 +85,11 @@ def test_relay_sends_from_the_relay_host_over_ssh() -> None:
     ssh = FakeSsh()
     targets = [WolTarget(f"pc-{i}", f"00:1a:a0:07:00:0{i}", "10.9.255.255", 9, relay) for i in (1, 2)]
     d = WolSender(repeat=2, gap_s=0, ssh=ssh).wake(targets)  # type: ignore[arg-type]
+    # the relay's wakeonlan is asked its options once (this one does not name --host: Debian's -i)
     assert (
         ssh.commands
-        == [
+        == [("relay-01", "['wakeonlan', '-h']")]
+        + [
             ("relay-01", "wakeonlan -i 10.9.255.255 -p 9 00:1a:a0:07:00:01 00:1a:a0:07:00:02"),
         ]
         * 2

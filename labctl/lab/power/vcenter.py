@@ -94,11 +94,16 @@ class VCenterBackend:
             for m in ms:
                 info = inv.get(m.name)
                 if info is None:
+                    why = self.ctx.vcenter(vc_name).why_missing(m.name)
                     out[m.name] = MachineState(
-                        m.name, m.kind.value, State.UNKNOWN, f"no VM named {m.name} in {vc_name}", "vcenter"
+                        m.name, m.kind.value, State.UNKNOWN, f"{vc_name}: {why}", "vcenter"
                     )
                     continue
                 st = STATE_OF_READING[info.reading]
+                if info.connection_state != "connected":
+                    detail = f"{info.connection_state} (last known: {info.power_state})"
+                    out[m.name] = MachineState(m.name, m.kind.value, st, detail, "vcenter")
+                    continue
                 if st is State.ON and not info.tools_running:
                     detail = "powered on, guest tools not running"
                 else:
