@@ -1,0 +1,107 @@
+"""Short cells of each plan kind, for the fault matrix (tests/faults/test_matrix.py).
+
+``labctl run`` as an engineer runs it, in a subprocess with its own state, lease and results
+folders (tests/plans/test_plans_quick.py's ``_env``/``_args``), on a lab with its own loopback
+block, cut to the shortest cell that still reaches every phase:
+
+- 2007: ``boot_storm`` of 2 clients, a 60-lab-second window (``BOOT_2``);
+- VDI: ``vdi_storm`` of 3 desktops, all pre-booted, no idle, 60 lab seconds of steady state
+  (``VDI_3``).
+
+:class:`Cell` runs one in the background and reads its console line by line, so a test can strike
+the lab (kill vCenter, stop the store) at a phase it sees.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from labctl.records.run_record import CellSummary
+from tests.plans.test_plans_quick import _args, _env, _run_folder, _summaries
+
+BOOT_CELL = "boot_storm-standalone-002"
+BOOT_2 = (
+    "boot_storm",
+    "--profile",
+    "quick",
+    "--param",
+    "group_sizes=2",
+    "--param",
+    "window_s=60",
+    "--param",
+    "ready_timeout_s=120",
+    "--no-report",
+)
+VDI_CELL = "vdi_storm-default-100"
+VDI_3 = (
+    "vdi_storm",
+    "--profile",
+    "quick",
+    "--param",
+    "prebooted_pcts=100",
+    "--param",
+    "idle_s=0",
+    "--param",
+    "boot_settle_s=20",
+    "--param",
+    "steady_settle_s=0",
+    "--param",
+    "steady_s=60",
+    "--no-report",
+)
+
+
+class Cell:
+    """``labctl run <plan args>`` in the background; ``wait_for`` a console line, ``finish``."""
+
+    def __init__(self, tmp_path: Path, lab: Path, *args: str, results: Path | None = None, **popen: object):
+        self.tmp_path = tmp_path
+        argv = _args(tmp_path, lab, *args)
+        if results is not None:
+            argv[argv.index("--results-dir") + 1] = str(results)
+        self.proc = subprocess.Popen(  # type: ignore[call-overload]
+            argv,
+            env={**_env(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            **popen,
+        )
+        self.seen: list[str] = []
+
+    def wait_for(self, text: str, timeout_s: float = 240) -> str:
+        """The first console line holding ``text`` (the run is killed and the test fails if none)."""
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            self.seen.append(line)
+            if text in line:
+                return line
+            if not line and self.proc.poll() is not None:
+                break
+        self.proc.kill()
+        pytest.fail(f"the run never said {text!r}:\n" + "".join(self.seen[-30:]))
+
+    def finish(self, timeout_s: float = 400) -> tuple[int, str]:
+        """(exit code, the whole console)."""
+        try:
+            out, _ = self.proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            pytest.fail("labctl run did not end:\n" + "".join(self.seen[-30:]))
+        return self.proc.returncode, "".join(self.seen) + out
+
+
+def run_cell(tmp_path: Path, lab: Path, *args: str, **kw: object) -> tuple[int, str]:
+    """Run a short cell to its end: (exit code, console)."""
+    return Cell(tmp_path, lab, *args, **kw).finish()  # type: ignore[arg-type]
+
+
+def cell_of(tmp_path: Path, cell: str) -> CellSummary:
+    """The cell's summary from the newest run folder under ``tmp_path/results``."""
+    return _summaries(_run_folder(tmp_path))[cell]
