@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 class StoreSink:
     """Writes a run's record to a :class:`ResultsStore` as the cells finish."""
 
+    says_failures = True  # through ``say``, in its own words: the runner's sink set does not repeat them
+
     def __init__(
         self,
         store: ResultsStore,

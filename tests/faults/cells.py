@@ -105,3 +105,26 @@ def run_cell(tmp_path: Path, lab: Path, *args: str, **kw: object) -> tuple[int, 
 def cell_of(tmp_path: Path, cell: str) -> CellSummary:
     """The cell's summary from the newest run folder under ``tmp_path/results``."""
     return _summaries(_run_folder(tmp_path))[cell]
+
+
+def stop_postgres(dsn: str, timeout_s: float = 30) -> None:
+    """Stop the PostgreSQL server behind ``dsn`` now (fast shutdown of its postmaster, found by
+    its data folder's postmaster.pid), as a store that goes away mid-run."""
+    import os
+    import signal
+
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+        row = conn.execute("SELECT setting FROM pg_settings WHERE name = 'data_directory'").fetchone()
+    assert row is not None
+    pid = int((Path(row[0]) / "postmaster.pid").read_text().split()[0])
+    os.kill(pid, signal.SIGINT)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"PostgreSQL {pid} did not stop")

@@ -1,0 +1,65 @@
+"""The VDI storms' faults (see tests/faults/test_matrix.py for the whole matrix)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from labctl.records.run_record import Outcome
+from tests.faults.cells import VDI_3, VDI_CELL, Cell, cell_of, run_cell
+from tests.vsi.labs import vdi_lab
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+SESSION_CELL = "session_storm-default-003"
+
+
+def test_a_desktop_whose_power_task_fails_is_named_and_an_expiring_array_token_is_not(tmp_path: Path) -> None:
+    faults = (
+        "- {kind: vcenter_task_fails, targets: [d-0002]}\n"
+        "- {kind: storage_token_expiry, targets: [arr-1], after_s: 30}"
+    )
+    lab = vdi_lab(tmp_path, desktops=3, faults=faults)
+    code, out = run_cell(tmp_path, lab, *VDI_3)
+    assert code == 1, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    cell = cell_of(tmp_path, VDI_CELL)
+    assert cell.outcome is Outcome.LAB_FAULT, cell.reason
+    assert "d-0002" in cell.reason.split(";")[0], cell.reason
+    assert "arr-1" not in cell.reason, cell.reason
+
+
+def test_vcenter_dying_mid_session_storm_is_a_lab_fault_naming_it(tmp_path: Path) -> None:
+    from labctl.sim.state import read_state
+
+    lab = vdi_lab(tmp_path, desktops=3)
+    run = Cell(
+        tmp_path,
+        lab,
+        "session_storm",
+        "--profile",
+        "quick",
+        "--param",
+        "session_counts=3",
+        "--param",
+        "bring_up=true",
+        "--param",
+        "boot_settle_s=20",
+        "--param",
+        "steady_s=300",
+        "--no-report",
+    )
+    run.wait_for("steady")
+    state = read_state(tmp_path / "state")
+    assert state is not None
+    (vcsim,) = [p.pid for p in state.processes if p.role.startswith("vcsim:")]
+    os.kill(vcsim, signal.SIGKILL)
+    code, out = run.finish()
+    assert code == 1, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    cell = cell_of(tmp_path, SESSION_CELL)
+    assert cell.outcome is Outcome.LAB_FAULT, cell.reason
+    assert cell.reason.startswith("vCenter vc-01 failed"), cell.reason
