@@ -24,35 +24,50 @@ from labctl.records.run_record import CellSummary
 from tests.plans.test_plans_quick import _args, _env, _run_folder, _summaries
 
 BOOT_CELL = "boot_storm-standalone-002"
-BOOT_2 = (
-    "boot_storm",
-    "--profile",
-    "quick",
-    "--param",
-    "group_sizes=2",
-    "--param",
-    "window_s=60",
-    "--param",
-    "ready_timeout_s=120",
-    "--no-report",
-)
+
+
+def boot_2(window_s: int = 60) -> tuple[str, ...]:
+    """``labctl run`` arguments of a 2-client boot storm with a ``window_s`` window."""
+    return (
+        "boot_storm",
+        "--profile",
+        "quick",
+        "--param",
+        "group_sizes=2",
+        "--param",
+        f"window_s={window_s}",
+        "--param",
+        "ready_timeout_s=120",
+        "--no-report",
+    )
+
+
+BOOT_2 = boot_2()
 VDI_CELL = "vdi_storm-default-100"
-VDI_3 = (
-    "vdi_storm",
-    "--profile",
-    "quick",
-    "--param",
-    "prebooted_pcts=100",
-    "--param",
-    "idle_s=0",
-    "--param",
-    "boot_settle_s=20",
-    "--param",
-    "steady_settle_s=0",
-    "--param",
-    "steady_s=60",
-    "--no-report",
-)
+
+
+def vdi_3(steady_s: int = 60) -> tuple[str, ...]:
+    """``labctl run`` arguments of a 3-desktop VDI storm, every desktop pre-booted, no idle, and
+    ``steady_s`` lab seconds of steady state."""
+    return (
+        "vdi_storm",
+        "--profile",
+        "quick",
+        "--param",
+        "prebooted_pcts=100",
+        "--param",
+        "idle_s=0",
+        "--param",
+        "boot_settle_s=20",
+        "--param",
+        "steady_settle_s=0",
+        "--param",
+        f"steady_s={steady_s}",
+        "--no-report",
+    )
+
+
+VDI_3 = vdi_3()
 
 
 class Cell:

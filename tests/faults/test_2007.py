@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
 
 from labctl.records.run_record import Outcome
-from tests.faults.cells import BOOT_2, BOOT_CELL, cell_of, run_cell
+from tests.faults.cells import BOOT_2, BOOT_CELL, Cell, boot_2, cell_of, run_cell
 from tests.labfiles import make_test_lab
 from tests.plans.test_plans_quick import _events, _run_folder
 
@@ -49,3 +51,24 @@ def test_an_ssh_channel_dropping_mid_command_on_the_streaming_server_is_named(tm
     cell = cell_of(tmp_path, BOOT_CELL)
     assert cell.outcome is Outcome.LAB_FAULT, cell.reason
     assert cell.reason.startswith("server pvs-01 "), cell.reason
+
+
+def test_vcenter_dying_mid_boot_storm_is_a_lab_fault_naming_it(tmp_path: Path) -> None:
+    """The 2007 lab's small vCenter is read by every cell (its hosts' counters): killed in the
+    window, it is named; the clients' storm and restore (WoL, SSH) go on without it."""
+    from labctl.sim.state import read_state
+
+    lab = make_test_lab(tmp_path, clients=2)
+    run = Cell(tmp_path, lab, *boot_2(window_s=300))
+    run.wait_for("2/2 up")
+    state = read_state(tmp_path / "state")
+    assert state is not None
+    (vcsim,) = [p.pid for p in state.processes if p.role.startswith("vcsim:")]
+    os.kill(vcsim, signal.SIGKILL)
+    code, out = run.finish()
+    assert code == 1, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    cell = cell_of(tmp_path, BOOT_CELL)
+    assert cell.outcome is Outcome.LAB_FAULT, cell.reason
+    assert cell.reason.startswith("vCenter vc-01 failed"), cell.reason
+    assert cell.restore is not None and cell.restore.ok, cell.restore

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from labctl.records.run_record import Outcome
-from tests.faults.cells import VDI_3, VDI_CELL, Cell, cell_of, run_cell
+from tests.faults.cells import VDI_3, VDI_CELL, Cell, cell_of, run_cell, vdi_3
 from tests.vsi.labs import vdi_lab
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -23,12 +23,15 @@ def test_a_desktop_whose_power_task_fails_is_named_and_an_expiring_array_token_i
         "- {kind: storage_token_expiry, targets: [arr-1], after_s: 30}"
     )
     lab = vdi_lab(tmp_path, desktops=3, faults=faults)
-    code, out = run_cell(tmp_path, lab, *VDI_3)
+    # the storm's deadlines cut to what 3 desktops need: the user of d-0002 waits no longer
+    short = ("--param", "boot_timeout_s=120", "--param", "login_timeout_s=120")
+    code, out = run_cell(tmp_path, lab, *VDI_3, *short)
     assert code == 1, out[-3000:]
     assert "Traceback" not in out, out[-3000:]
     cell = cell_of(tmp_path, VDI_CELL)
     assert cell.outcome is Outcome.LAB_FAULT, cell.reason
-    assert "d-0002" in cell.reason.split(";")[0], cell.reason
+    first = cell.reason.split(";")[0]
+    assert first.startswith("boot: 1 of 3 desktops not up") and "d-0002" in first, cell.reason
     assert "arr-1" not in cell.reason, cell.reason
 
 
@@ -63,3 +66,24 @@ def test_vcenter_dying_mid_session_storm_is_a_lab_fault_naming_it(tmp_path: Path
     cell = cell_of(tmp_path, SESSION_CELL)
     assert cell.outcome is Outcome.LAB_FAULT, cell.reason
     assert cell.reason.startswith("vCenter vc-01 failed"), cell.reason
+
+
+def test_the_simulated_lab_going_down_mid_vdi_storm_is_a_lab_fault_naming_vcenter(tmp_path: Path) -> None:
+    """`labctl sim down` from another shell while the desktops work: every endpoint goes at
+    once; the first named is vCenter (the cell's hosts and desktops are read from it), and the
+    cell still ends with its record."""
+    from labctl.sim.simlab import SimulatedLab
+
+    lab = vdi_lab(tmp_path, desktops=3)
+    sim = SimulatedLab(lab, state_dir=tmp_path / "state").start()
+    try:
+        run = Cell(tmp_path, lab, *vdi_3(steady_s=600))
+        run.wait_for("steady")
+    finally:
+        sim.stop()
+    code, out = run.finish()
+    assert code == 1, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    cell = cell_of(tmp_path, VDI_CELL)
+    assert cell.outcome is Outcome.LAB_FAULT, cell.reason
+    assert "vc-01" in cell.reason.split(";")[0], cell.reason
