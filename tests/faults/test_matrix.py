@@ -51,9 +51,8 @@ _V = "tests/vsi/test_faults.py::"
 _F7 = "tests/faults/test_2007.py::"
 _FV = "tests/faults/test_vdi.py::"
 _FE = "tests/faults/test_environment.py::"
-_BMC_2007 = (
-    _F7 + "test_bmcs_answering_503_or_hanging_in_a_boot_storm_are_named_and_an_expiring_array_token_is_not"
-)
+_BMC_2007 = "tests/scenarios/test_lab_faults.py::test_a_failing_bmc_in_a_boot_storm_is_a_lab_fault_named"
+_SSH_2007 = _F7 + "test_an_ssh_channel_dropping_mid_command_is_named_and_an_expiring_array_token_is_not"
 _BMC_VDI = (
     _V + "test_bmcs_answering_503_or_hanging_are_lab_faults_named_and_the_healthy_bmc_keeps_its_samples"
 )
@@ -72,7 +71,7 @@ MATRIX: dict[str, dict[str, tuple[str, ...] | str]] = {
     "bmc_hang": {"2007": (_BMC_2007,), "VDI": (_BMC_VDI,)},
     "vcenter_task_fails": {"2007": "n/a: the 2007 plans power no VM", "VDI": (_TASK_VDI,)},
     "ssh_drop_mid_command": {
-        "2007": (_F7 + "test_an_ssh_channel_dropping_mid_command_on_the_streaming_server_is_named",),
+        "2007": (_SSH_2007,),
         "VDI": LAUNCHERS_ONLY,
     },
     "ssh_refuse_auth": {
@@ -82,7 +81,7 @@ MATRIX: dict[str, dict[str, tuple[str, ...] | str]] = {
         ),
         "VDI": LAUNCHERS_ONLY,
     },
-    "storage_token_expiry": {"2007": (_BMC_2007,), "VDI": (_TASK_VDI,)},
+    "storage_token_expiry": {"2007": (_SSH_2007,), "VDI": (_TASK_VDI,)},
     "array_controller_failover": {"2007": NO_VDI, "VDI": (_VDI_LAB,)},
     "host_in_maintenance": {"2007": NO_VDI, "VDI": (_VDI_LAB,)},
     "datastore_full": {
