@@ -202,11 +202,11 @@ class RunOutputs:
                 lines.append(
                     f"results store {url} failed during the run ({failed}); the run was imported whole when it ended"
                 )
-        store = type(self.store).__name__ if self.store is not None else None
+        said = type(self.store).__name__ if failed else None  # the store's failure has its line above
         firsts: dict[str, tuple[int, str]] = {}
         for e in self.errors:
             name = e.split(".", 1)[0]
-            if name == store:
+            if name == said:
                 continue
             n, first = firsts.get(name, (0, e))
             firsts[name] = (n + 1, first)

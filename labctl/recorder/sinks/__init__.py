@@ -14,7 +14,8 @@ A sink never raises into the runner: :class:`SinkSet` logs a failing sink and ap
 ``sink.error`` event to ``events.jsonl``, and the other sinks still get the record. With ``say``
 (the runner's console line) each failure is also said the moment it happens, one line: the output,
 what failed and that the run goes on; a sink that says its own failures (``says_failures``, the
-results store's) is left to say them, and a full results disk is said once, when the run ends.
+results store's, for the LabctlError and OSError it catches) is left to say those, and a full
+results disk is said once, when the run ends.
 """
 
 from __future__ import annotations
@@ -142,7 +143,10 @@ class SinkSet:
         # a LabctlError says what and where in one line (a store that cannot be reached); anything
         # else is a bug in the sink: its traceback goes to the log
         log.warning("output sink failed: %s", line, exc_info=None if isinstance(exc, LabctlError) else exc)
-        if self.say is not None and not getattr(sink, "says_failures", False):
+        # a sink that says its own failures (the store) has said a LabctlError or OSError already;
+        # anything else it raised (a bug, a database error it does not wrap) it has not
+        said = getattr(sink, "says_failures", False) and isinstance(exc, LabctlError | OSError)
+        if self.say is not None and not said:
             self.say(f"output {line}; the run goes on with its other outputs")
         now = self.clock.now() if self.clock is not None else time.time()
         writer = EventWriter(self.path / EVENTS_FILE)
