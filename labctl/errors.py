@@ -15,6 +15,10 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+# `labctl run`: every cell measured and kept in the run folder, but the results store failed and
+# lacks the run (add it with `labctl runs import RUN`); nightly's 3 means the same and more
+EXIT_NOT_STORED = 3
+PYTEST_EXIT_NOT_STORED = 13  # the plugin's pytest session status for it (pytest's own end at 5)
 
 
 class LabctlError(Exception):

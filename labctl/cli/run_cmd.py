@@ -17,7 +17,16 @@ from labctl.cli.common import (
     resolve_results_dir,
     results_dir_option,
 )
-from labctl.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BadInputError, LabctlError
+from labctl.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_STORED,
+    EXIT_OK,
+    PYTEST_EXIT_NOT_STORED,
+    BadInputError,
+    LabctlError,
+)
 
 PLANS_DIR = PROJECT_ROOT / "testplans"
 
@@ -43,7 +52,8 @@ def plan_files(plan: str) -> list[Path]:
 
 
 def _pytest_exit_to_labctl(code: int) -> int:
-    """pytest's exit codes as labctl's: 0 ok, 1 a failed run, 2 bad input, 130 interrupted."""
+    """pytest's exit codes as labctl's: 0 ok, 1 a failed run, 2 bad input, 3 passed but not in the
+    results store, 130 interrupted."""
     import pytest  # pytest: loaded when a plan runs, not for --help
 
     mapping: dict[int, int] = {
@@ -52,6 +62,7 @@ def _pytest_exit_to_labctl(code: int) -> int:
         pytest.ExitCode.INTERRUPTED: EXIT_INTERRUPTED,
         pytest.ExitCode.USAGE_ERROR: EXIT_BAD_INPUT,  # also a bad inventory or plan file
         pytest.ExitCode.NO_TESTS_COLLECTED: EXIT_BAD_INPUT,
+        PYTEST_EXIT_NOT_STORED: EXIT_NOT_STORED,  # measured and kept; the results store lacks the run
     }
     return mapping.get(int(code), EXIT_FAILED)
 

@@ -293,15 +293,18 @@ class VCenterClient:
                 ) from None
             except Exception as exc:
                 raise self._error(action, exc) from None
+            try:  # a property read is a call on the wire: vCenter can go away between the two
+                about = si.content.about
+                self.about = {
+                    "name": str(about.fullName),
+                    "version": str(about.version),
+                    "api_version": str(about.apiVersion),
+                    "api_type": str(about.apiType),
+                    "build": str(about.build),
+                }
+            except Exception as exc:
+                raise self._error(action, exc) from None
             self._si = si
-            about = si.content.about
-            self.about = {
-                "name": str(about.fullName),
-                "version": str(about.version),
-                "api_version": str(about.apiVersion),
-                "api_type": str(about.apiType),
-                "build": str(about.build),
-            }
             return self
 
     def _probe(self, action: str) -> None:
@@ -351,13 +354,22 @@ class VCenterClient:
 
     @property
     def content(self) -> Any:
-        return self.si.content
+        """The service content. pyVmomi reads a managed object's property on the wire each time,
+        so this is a call like any other: a vCenter that died since the last one is an
+        :class:`EndpointError` naming it, never a bare ``ConnectionRefusedError`` or ``SSLError``."""
+        return self._call("read the service content", lambda: self.si.content)
 
     def _error(self, action: str, exc: BaseException) -> EndpointError:
         if isinstance(exc, vim.fault.NotAuthenticated):
             return VSphereError(self.endpoint, action, "the session is no longer valid", "log in again")
         if isinstance(exc, vmodl.MethodFault):
             return VSphereError(self.endpoint, action, fault_message(exc))
+        if isinstance(
+            exc, ssl.SSLEOFError | ssl.SSLZeroReturnError
+        ):  # the peer went away, not its certificate
+            return VSphereError(
+                self.endpoint, action, f"connection closed: {exc}", "check that vCenter is up"
+            )
         if isinstance(exc, ssl.SSLError):
             return VSphereError(self.endpoint, action, f"TLS: {exc}", tls_fix(self.vc.tls, "vCenter"))
         if isinstance(exc, TimeoutError | socket.timeout):
@@ -402,11 +414,14 @@ class VCenterClient:
     def retrieve(
         self, container: Any, obj_type: Any, paths: Sequence[str], action: str
     ) -> list[tuple[Any, dict]]:
-        """Every object of ``obj_type`` under ``container`` with ``paths``, paged by ``page_size``."""
+        """Every object of ``obj_type`` under ``container`` with ``paths``, paged by ``page_size``.
+        ``container`` may be a function returning it (``partial(getattr, dc, "vmFolder")``): reading
+        a managed object's property is a call on the wire, so it is made inside the call's mapping."""
         pc = self.content.propertyCollector
 
         def run() -> list[tuple[Any, dict]]:
-            view = self.content.viewManager.CreateContainerView(container, [obj_type], True)
+            root = container() if callable(container) else container
+            view = self.content.viewManager.CreateContainerView(root, [obj_type], True)
             token = None
             try:
                 traversal = vmodl.query.PropertyCollector.TraversalSpec(
@@ -456,7 +471,9 @@ class VCenterClient:
         refs: dict[str, Any] = {}
         moids: dict[str, list[str]] = {}
         for dc in self.datacenters():
-            for obj, p in self.retrieve(dc.vmFolder, vim.VirtualMachine, props, "read the VM inventory"):
+            for obj, p in self.retrieve(
+                functools.partial(getattr, dc, "vmFolder"), vim.VirtualMachine, props, "read the VM inventory"
+            ):
                 name = str(p.get("name", obj._moId))
                 host = p.get("runtime.host")
                 moids.setdefault(name, []).append(obj._moId)
@@ -498,7 +515,9 @@ class VCenterClient:
         """ESXi hosts by name."""
         out = {}
         for dc in self._dcs.values() or self.datacenters():
-            for obj, p in self.retrieve(dc.hostFolder, vim.HostSystem, ["name"], "list hosts"):
+            for obj, p in self.retrieve(
+                functools.partial(getattr, dc, "hostFolder"), vim.HostSystem, ["name"], "list hosts"
+            ):
                 out[str(p.get("name", obj._moId))] = obj
         return out
 
@@ -507,7 +526,9 @@ class VCenterClient:
         out = []
         for dc in self._dcs.values() or self.datacenters():
             paths = ["name", "runtime.inMaintenanceMode"]
-            for obj, p in self.retrieve(dc.hostFolder, vim.HostSystem, paths, "read host states"):
+            for obj, p in self.retrieve(
+                functools.partial(getattr, dc, "hostFolder"), vim.HostSystem, paths, "read host states"
+            ):
                 if p.get("runtime.inMaintenanceMode"):
                     out.append(str(p.get("name", obj._moId)))
         return sorted(out)
@@ -518,7 +539,9 @@ class VCenterClient:
         out = {}
         for dc in self._dcs.values() or self.datacenters():
             paths = ["name", "runtime.question"]
-            for obj, p in self.retrieve(dc.vmFolder, vim.VirtualMachine, paths, "read VM questions"):
+            for obj, p in self.retrieve(
+                functools.partial(getattr, dc, "vmFolder"), vim.VirtualMachine, paths, "read VM questions"
+            ):
                 q = p.get("runtime.question")
                 if q is not None:
                     out[str(p.get("name", obj._moId))] = " ".join(str(getattr(q, "text", "") or "").split())
@@ -536,7 +559,9 @@ class VCenterClient:
             "overallStatus",
         ]
         for dc in self._dcs.values() or self.datacenters():
-            for obj, p in self.retrieve(dc.datastoreFolder, vim.Datastore, paths, "list datastores"):
+            for obj, p in self.retrieve(
+                functools.partial(getattr, dc, "datastoreFolder"), vim.Datastore, paths, "list datastores"
+            ):
                 name = str(p.get("name", obj._moId))
                 out[name] = DatastoreInfo(
                     name,

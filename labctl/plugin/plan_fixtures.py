@@ -403,9 +403,17 @@ def _outputs(config: pytest.Config, run: RunFolder) -> RunOutputs:
     """The run's sinks, one set for every plan of the session (one junit.xml with every cell)."""
     if _outputs_key not in config.stash:
         config.stash[_outputs_key] = RunOutputs(
-            run, store=_store(config, run), strict_marginal=bool(config.getoption("--strict-marginal"))
+            run,
+            store=_store(config, run),
+            strict_marginal=bool(config.getoption("--strict-marginal")),
+            say=terminal(config).line,
         )
     return config.stash[_outputs_key]
+
+
+def outputs_of(config: pytest.Config) -> RunOutputs | None:
+    """The run's outputs, if a cell made them (their failures go into the run's summary)."""
+    return config.stash.get(_outputs_key, None)
 
 
 def _store(config: pytest.Config, run: RunFolder) -> Any:

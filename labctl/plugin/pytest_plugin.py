@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from labctl.criteria.errors import LabFault, NoDataError, ThresholdFailure
-from labctl.errors import BadInputError
+from labctl.errors import PYTEST_EXIT_NOT_STORED, BadInputError
 from labctl.inventory.model import Lab
 from labctl.plugin import plan_fixtures
 from labctl.plugin.options import add_options, session_lab, settings
@@ -156,6 +156,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     plan_fixtures.finish_runners(session.config, run.finish(outcome, reason))
     if run.write_errors and session.exitstatus == pytest.ExitCode.OK:  # an incomplete folder is no pass
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    outputs = plan_fixtures.outputs_of(session.config)
+    if outputs is not None and outputs.not_stored and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = PYTEST_EXIT_NOT_STORED  # measured and kept, not in the store: not a clean 0
 
 
 @pytest.hookimpl(trylast=True)
@@ -201,6 +204,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     it = plan_fixtures.interrupts_of(config)
     if it is not None and it.requested:
         terminalreporter.write_line(f"labctl: {it.reason}: what was measured is kept in the run folder")
+    outputs = plan_fixtures.outputs_of(config)
+    for line in outputs.summary_lines() if outputs is not None else []:  # a store lost mid-run, ...
+        terminalreporter.write_line(f"labctl: {line}")
     run = config.stash.get(_run_key, None)
     if run is not None and run.write_errors:  # a full results disk: one line, not tracebacks
         terminalreporter.write_line(

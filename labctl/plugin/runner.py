@@ -26,7 +26,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -130,15 +130,31 @@ class RunOutputs:
     and the results store's sink when the session names a store.
 
     ``strict_marginal``: a marginal cell fails (JUnit failure, Allure failed), as
-    ``--strict-marginal`` asks; its outcome stays ``marginal`` everywhere else."""
+    ``--strict-marginal`` asks; its outcome stays ``marginal`` everywhere else.
 
-    def __init__(self, run_folder: Any, *, store: Sink | None = None, strict_marginal: bool = False):
+    ``say``: the console line; an output failing is said on it as it happens, and ``errors`` keeps
+    every failure of the run for its summary (:meth:`summary_lines`). A results store that failed
+    part-way leaves the cells' records intact in the run folder: the run is judged as measured,
+    and if the store still lacks the run when it ends, ``not_stored`` is set (``labctl run`` exits 3,
+    the run folder kept for ``labctl runs import``)."""
+
+    def __init__(
+        self,
+        run_folder: Any,
+        *,
+        store: Sink | None = None,
+        strict_marginal: bool = False,
+        say: Callable[[str], None] | None = None,
+    ):
         self.run_folder = run_folder
         self.store = store
         self.strict_marginal = strict_marginal
+        self.say = say
+        self.errors: list[str] = []  # every output failure of the run, one line each
         self.folder = RunFolderSink(run_folder)
         self._allure: AllureSink | None = None
         self._junit: JUnitSink | None = None
+        self.not_stored = False  # the store failed and the run is not in it (set when the run ends)
 
     def sinks(self) -> SinkSet:
         """Every output of a cell: the run folder (summary.json, verdicts.json), Allure (its
@@ -150,13 +166,53 @@ class RunOutputs:
         if self._junit is None:
             self._junit = JUnitSink(self.run_folder, strict_marginal=self.strict_marginal)
         extra = [self.store] if self.store is not None else []
-        return SinkSet(self.run_folder, [self.folder, self._allure, self._junit, *extra])
+        return SinkSet(
+            self.run_folder,
+            [self.folder, self._allure, self._junit, *extra],
+            say=self.say,
+            errors=self.errors,
+        )
 
     def finish(self, info: RunInfo) -> None:
         """The run ended: the sinks that write per run (junit.xml, Allure categories, the store's
         run row), once for the run whatever the number of plans."""
         sinks = [s for s in (self._allure, self._junit, self.store) if s is not None]
-        SinkSet(self.run_folder, sinks).run_finished(info)
+        before = len(self.errors)
+        SinkSet(self.run_folder, sinks, say=self.say, errors=self.errors).run_finished(info)
+        store = type(self.store).__name__ if self.store is not None else None
+        self.not_stored = any(e.startswith(f"{store}.run_finished") for e in self.errors[before:])
+
+    def summary_lines(self) -> list[str]:
+        """What the run's summary says of its outputs: the store that failed (and whether the run
+        got into it at the end), each other output that failed, with its first failure."""
+        lines = []
+        failed = getattr(self.store, "failed", None)
+        if self.store is not None and failed:
+            # imported here: a run without a store never loads the store's database libraries
+            from labctl.store import safe_url
+
+            url = safe_url(str(getattr(getattr(self.store, "store", None), "url", "")))
+            run_id = getattr(self.run_folder, "run_id", "RUN")
+            if self.not_stored:
+                lines.append(
+                    f"results store {url} failed during the run ({failed}): run {run_id} is not in the "
+                    f"store; its folder is complete: add it with `labctl runs import {run_id}`"
+                )
+            else:
+                lines.append(
+                    f"results store {url} failed during the run ({failed}); the run was imported whole when it ended"
+                )
+        said = type(self.store).__name__ if failed else None  # the store's failure has its line above
+        firsts: dict[str, tuple[int, str]] = {}
+        for e in self.errors:
+            name = e.split(".", 1)[0]
+            if name == said:
+                continue
+            n, first = firsts.get(name, (0, e))
+            firsts[name] = (n + 1, first)
+        for name, (n, first) in firsts.items():
+            lines.append(f"output {name} failed {n} time(s) (first: {first})")
+        return lines
 
 
 @dataclass

@@ -33,13 +33,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from labctl.errors import BadInputError, LabctlError
+from labctl.errors import BadInputError
 from labctl.inventory.model import Lab
 from labctl.lab.launchers import Launchers, open_launchers
 from labctl.lab.session import LabSession
 from labctl.lab.strategy import Goal
 from labctl.records.run_record import Window
 from labctl.scenarios.base import CellContext, Progress
+from labctl.scenarios.breakoff import LAB_ERRORS, break_off
 from labctl.scenarios.common import Phases
 from labctl.scenarios.vdi_sessions import LoginStorm, Pacing, SessionBook, leave_no_session, log_off, work
 from labctl.scenarios.vdi_storm import VdiStorm, VdiStormResult, VdiStormSettings, cell_desktops
@@ -177,12 +178,8 @@ class SessionStorm(VdiStorm):
                         )
             result.window = Window(start_ts_s=start, end_ts_s=lab.clock.now())
             self._index(result)
-        except LabctlError as exc:  # a launcher died, the lab failed the cell: said, never lost
-            current = next((p.name for p in reversed(phases.items)), "prepare")
-            if current == "prepare":
-                result.prepare_failed = result.prepare_failed or str(exc)
-            else:
-                result.broke_off = f"{current} broke off: {exc}"
+        except LAB_ERRORS as exc:  # a launcher or vCenter died, the lab failed the cell: said, never lost
+            break_off(result, phases, exc)
         finally:
             result.stopped = ctx.stop.is_set()
             if result.window is None and lab.clock.now() > start:

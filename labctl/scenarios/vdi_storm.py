@@ -52,6 +52,7 @@ from labctl.scenarios import vdi_derive as D
 from labctl.scenarios import vdi_logons
 from labctl.scenarios import vdi_metrics as M
 from labctl.scenarios.base import CellContext, CellHead, Progress, Scenario
+from labctl.scenarios.breakoff import LAB_ERRORS, break_off
 from labctl.scenarios.common import Phases, StormResult, restore
 from labctl.scenarios.settings import (
     RESTORE_FAILURE_HELP,
@@ -458,12 +459,8 @@ class VdiStorm(Scenario):
                         )
             result.window = Window(start_ts_s=start, end_ts_s=lab.clock.now())
             self._derive(lab, ctx, result)
-        except (LabctlError, OSError) as exc:  # the lab failed the cell (vCenter died, ...): said, never lost
-            current = next((p.name for p in reversed(phases.items)), "prepare")
-            if current == "prepare":
-                result.prepare_failed = result.prepare_failed or str(exc)
-            else:
-                result.broke_off = f"{current} broke off: {exc}"
+        except LAB_ERRORS as exc:  # the lab failed the cell (vCenter died, ...): said, never lost
+            break_off(result, phases, exc)
         finally:
             result.stopped = ctx.stop.is_set()
             if result.window is None and lab.clock.now() > start:

@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 class StoreSink:
     """Writes a run's record to a :class:`ResultsStore` as the cells finish."""
 
+    # the LabctlError and OSError it catches it says through ``say``, in its own words: the
+    # runner's sink set does not repeat them
+    says_failures = True
+
     def __init__(
         self,
         store: ResultsStore,

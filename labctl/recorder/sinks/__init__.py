@@ -11,7 +11,11 @@ records, one cell at a time, and once more when the run ends.
 - :class:`JUnitSink`: ``junit.xml`` for CI servers, one test case per cell.
 
 A sink never raises into the runner: :class:`SinkSet` logs a failing sink and appends a
-``sink.error`` event to ``events.jsonl``, and the other sinks still get the record.
+``sink.error`` event to ``events.jsonl``, and the other sinks still get the record. With ``say``
+(the runner's console line) each failure is also said the moment it happens, one line: the output,
+what failed and that the run goes on; a sink that says its own failures (``says_failures``, the
+results store's, for the LabctlError and OSError it catches) is left to say those, and a full
+results disk is said once, when the run ends.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import inspect
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from labctl.errors import LabctlError
@@ -73,13 +77,24 @@ class SinkSet:
     """Hands every record to every sink; a sink that raises is logged and recorded as a
     ``sink.error`` event (target: the sink's class), never raised into the runner."""
 
-    def __init__(self, run: Any, sinks: Sequence[Sink], *, clock: Any = None, redactor: Any = None):
+    def __init__(
+        self,
+        run: Any,
+        sinks: Sequence[Sink],
+        *,
+        clock: Any = None,
+        redactor: Any = None,
+        say: Callable[[str], None] | None = None,
+        errors: list[str] | None = None,
+    ):
         self.path = run_path(run)
         self._run = run
         self.sinks = list(sinks)
         self.clock = clock or getattr(run, "clock", None)
         self.redactor = redactor or getattr(run, "redactor", None)
-        self.errors: list[str] = []  # one line per failure, for the runner's summary
+        self.say = say  # a person must see an output failing as it happens (the runner's console)
+        # one line per failure, for the run's summary (a list the run's outputs share across cells)
+        self.errors: list[str] = errors if errors is not None else []
 
     def redacted(self, record: CellRecord) -> CellRecord:
         """``record`` with every secret the run's redactor knows masked: what every sink gets, so
@@ -128,6 +143,11 @@ class SinkSet:
         # a LabctlError says what and where in one line (a store that cannot be reached); anything
         # else is a bug in the sink: its traceback goes to the log
         log.warning("output sink failed: %s", line, exc_info=None if isinstance(exc, LabctlError) else exc)
+        # a sink that says its own failures (the store) has said a LabctlError or OSError already;
+        # anything else it raised (a bug, a database error it does not wrap) it has not
+        said = getattr(sink, "says_failures", False) and isinstance(exc, LabctlError | OSError)
+        if self.say is not None and not said:
+            self.say(f"output {line}; the run goes on with its other outputs")
         now = self.clock.now() if self.clock is not None else time.time()
         writer = EventWriter(self.path / EVENTS_FILE)
         try:
