@@ -353,6 +353,13 @@ class ResponseIndex(Record):
     good: int = Field(0, description="desktops in the good band")
     fair: int = Field(0, description="desktops in the fair band")
     poor: int = Field(0, description="desktops in the poor band (failed logons included)")
+    unmeasured: int = Field(
+        0, description="desktops whose sessions could not be read to the end (launcher gone): in no band"
+    )
+    unmeasured_from_s: float | None = Field(
+        None, description="lab seconds after the storm's start from which they could not be read"
+    )
+    unmeasured_why: str = Field("", description="what could not be read, e.g. `launcher vsi-01 unreadable`")
     parameters: dict[str, float] = Field(default_factory=dict, description="the index's parameters")
     references_s: dict[str, float] = Field(default_factory=dict, description="operation -> its reference, s")
     points: list[IndexPoint] = Field(default_factory=list, description="the samples, in time order")

@@ -4,6 +4,11 @@ runs``, ``labctl compare``, the figures page and the certificate share, so they 
 ``saturated at 412 sessions (baseline 1.20 s); 530 of 630 desktops good`` or ``not saturated up to
 630 sessions (baseline 1.20 s); 630 of 630 desktops good``. The numbers are the cell summary's
 ``response_index`` (:class:`~labctl.records.run_record.ResponseIndex`); nothing is recomputed.
+
+Desktops whose sessions could not be read to the end (their launcher stopped answering) are in no
+band and said apart: ``...; 2 of 2 desktops good (100 %); 1 not measured from 312 s (launcher
+vsi-01 unreadable)``; when none was rated, ``index not judged: sessions unreadable from 312 s
+(launcher vsi-01 unreadable)``. A desktop not measured is never counted good.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ class IndexHeadline:
     baseline_s: float | None
     good: int
     desktops: int  # good + fair + poor
+    unmeasured: int = 0  # desktops whose sessions could not be read to the end: in no band
+    unmeasured_from_s: float | None = None  # lab s after the storm's start
+    unmeasured_why: str = ""  # `launcher vsi-01 unreadable`
 
     @property
     def good_share(self) -> float | None:
@@ -44,26 +52,53 @@ class IndexHeadline:
         return f"{self.good} of {self.desktops} desktops good ({pct:.0f} %)"
 
     @property
+    def unmeasured_text(self) -> str:
+        """``1 not measured from 312 s (launcher vsi-01 unreadable)``; empty when every desktop was."""
+        if not self.unmeasured:
+            return ""
+        return f"{self.unmeasured} not measured{self._from}"
+
+    @property
+    def _from(self) -> str:
+        at = f" from {self.unmeasured_from_s:.0f} s" if self.unmeasured_from_s is not None else ""
+        return at + (f" ({self.unmeasured_why})" if self.unmeasured_why else "")
+
+    @property
     def text(self) -> str:
+        if self.unmeasured and not self.desktops:  # nothing rated: no reading to give
+            return f"index not judged: sessions unreadable{self._from}"
         base = f" (baseline {self.baseline_s:.2f} s)" if self.baseline_s is not None else ""
-        good = self.good_text
-        return f"{self.load}{base}" + (f"; {good}" if good else "")
+        parts = [p for p in (self.good_text, self.unmeasured_text) if p]
+        return f"{self.load}{base}" + "".join(f"; {p}" for p in parts)
 
     @property
     def short(self) -> str:
         """For a narrow column: ``sat. 412`` / ``ok to 630``, with the good share."""
         head = f"sat. {self.sessions}" if self.saturated else f"ok to {self.sessions}"
+        if self.unmeasured and not self.desktops:
+            return "not judged"
         share = self.good_share
-        return head + (f", {share * 100:.0f} % good" if share is not None else "")
+        lost = f", {self.unmeasured} unmeasured" if self.unmeasured else ""
+        return head + (f", {share * 100:.0f} % good" if share is not None else "") + lost
 
 
 def index_headline(ri: ResponseIndex | None) -> IndexHeadline | None:
     """The headline of a cell's response-time index; None when the cell has none (no operations)."""
-    if ri is None or (not ri.points and ri.sessions_max == 0 and not (ri.good + ri.fair + ri.poor)):
+    rated = ri.good + ri.fair + ri.poor if ri is not None else 0
+    if ri is None or (not ri.points and ri.sessions_max == 0 and not rated and not ri.unmeasured):
         return None
     saturated = ri.saturation_sessions is not None
     sessions = ri.saturation_sessions if ri.saturation_sessions is not None else ri.sessions_max
-    return IndexHeadline(saturated, sessions, ri.baseline_s, ri.good, ri.good + ri.fair + ri.poor)
+    return IndexHeadline(
+        saturated,
+        sessions,
+        ri.baseline_s,
+        ri.good,
+        rated,
+        ri.unmeasured,
+        ri.unmeasured_from_s,
+        ri.unmeasured_why,
+    )
 
 
 def headline_from_figures(figures: Mapping[str, Figure]) -> IndexHeadline | None:

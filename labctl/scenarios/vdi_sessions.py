@@ -12,6 +12,11 @@ launcher starts its next user when its last one is logged on, as Login VSI launc
 Every poll of the launchers is recorded in the cell's series (source ``sessions``): sessions
 active and logging on, each logon's duration and its phases (:mod:`labctl.scenarios.vdi_logons`),
 each timed operation's response by operation group.
+
+A launcher that cannot be read is collected and the others still polled; one that stays
+unreadable for longer than ``launcher_unreadable_s`` (lab seconds) breaks the login or steady phase
+off (:class:`~labctl.scenarios.breakoff.StaysUnreadable`), and the desktops whose sessions it held
+are *not measured* from its first failed read (:meth:`SessionBook.unmeasured`): never counted good.
 """
 
 from __future__ import annotations
@@ -29,11 +34,15 @@ from labctl.records.samples import Sample
 from labctl.scenarios import vdi_logons
 from labctl.scenarios import vdi_metrics as M
 from labctl.scenarios.base import CellContext, Progress
+from labctl.scenarios.breakoff import Unreadable
 
 if TYPE_CHECKING:
     from labctl.lab.session import LabSession
 
 TERMINAL = (SessionState.ENDED, SessionState.FAILED)
+# lab seconds a launcher may fail every read before the phase polling it breaks off: a few polls
+# (session_poll_s 10-20 s) ride out a launcher restarting, a lab that went away does not
+LAUNCHER_UNREADABLE_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,7 @@ class Pacing:
     broker_power_per_min: int
     poll_s: float
     timeout_s: float
+    unreadable_s: float = LAUNCHER_UNREADABLE_S  # a launcher failing every read this long: break off
 
 
 @dataclass
@@ -65,20 +75,37 @@ class SessionBook:
     # counted as the cell's, logged off when seen
     foreign: dict[str, SessionEvent] = field(default_factory=dict)
     logons: dict[str, LogonWaterfall] = field(default_factory=dict)  # session -> its logon, phase by phase
+    unreadable: Unreadable = field(default_factory=lambda: Unreadable("launcher"))  # failing since when
 
     def spans(self) -> list[rt_index.SessionSpan]:
         """Each session's logged-on span, for counting sessions over time (a session that never
-        logged on is failed)."""
+        logged on is failed; one whose launcher stopped answering is counted until then)."""
+        lost = self.unmeasured_sessions()
         return [
             rt_index.SessionSpan(
                 sid,
                 e.desktop,
                 self.logged_on.get(sid, e.ts),
-                self.ended.get(sid),
+                self.ended.get(sid, lost.get(sid)),
                 failed=sid not in self.logged_on,
             )
             for sid, e in self.latest.items()
         ]
+
+    def unmeasured_sessions(self) -> dict[str, float]:
+        """Session -> lab time from which it could not be read: sessions not ended whose launcher
+        was still unreadable at the last poll (what they did after is unknown)."""
+        since = self.unreadable.since
+        return {
+            sid: since[e.launcher]
+            for sid, e in self.latest.items()
+            if e.state not in TERMINAL and e.launcher in since and sid not in self.ended
+        }
+
+    def unmeasured(self) -> dict[str, float]:
+        """Desktop -> lab time from which its session could not be read (see
+        :meth:`unmeasured_sessions`): neither good, fair nor poor, but not measured."""
+        return {self.latest[sid].desktop: ts for sid, ts in self.unmeasured_sessions().items()}
 
     def count(self, state: SessionState) -> int:
         return sum(1 for e in self.latest.values() if e.state is state)
@@ -87,6 +114,7 @@ class SessionBook:
         """Poll every launcher once: new states and operations into the book and the cell's series."""
         p = launchers.poll()
         self.poll_errors.update(p.errors)
+        self.unreadable.saw(lab.clock.now(), p.errors, launchers.launchers)
         samples: list[Sample] = []
         changed = []
         for e in p.sessions:
@@ -248,7 +276,9 @@ class LoginStorm:
             # launchers' far side walks its sessions; polling whenever nobody waits kept them busy)
             if now - last_poll >= pc.poll_s:
                 last_poll = now
-                for e in self.book.absorb(lab, self.ctx, self.launchers):
+                changed = self.book.absorb(lab, self.ctx, self.launchers)
+                self.book.unreadable.check(clock.now(), pc.unreadable_s)  # gone for good: break off
+                for e in changed:
                     who = in_flight.get(e.session)
                     if who is None:
                         continue
@@ -278,12 +308,16 @@ def work(
     seconds: float,
     poll_s: float,
     phase: str,
+    unreadable_s: float = LAUNCHER_UNREADABLE_S,
 ) -> None:
-    """Let the sessions run for ``seconds``, polling the launchers every ``poll_s``."""
+    """Let the sessions run for ``seconds``, polling the launchers every ``poll_s``; a launcher
+    that fails every read for more than ``unreadable_s`` ends the phase early
+    (:class:`~labctl.scenarios.breakoff.StaysUnreadable`, raised for the storm's break-off)."""
     clock = lab.clock
     end = clock.now() + seconds
     while (left := end - clock.now()) > 0 and not ctx.stop.is_set():
         book.absorb(lab, ctx, launchers)
+        book.unreadable.check(clock.now(), unreadable_s)
         ctx.progress(Progress(phase, book.count(SessionState.ACTIVE), len(book.latest), window_left_s=left))
         clock.sleep(min(poll_s, left), ctx.stop)
     book.absorb(lab, ctx, launchers)

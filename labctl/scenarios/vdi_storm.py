@@ -25,6 +25,7 @@ the arrays' figures (:mod:`labctl.scenarios.vdi_derive`), the response-time inde
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -52,7 +53,7 @@ from labctl.scenarios import vdi_derive as D
 from labctl.scenarios import vdi_logons
 from labctl.scenarios import vdi_metrics as M
 from labctl.scenarios.base import CellContext, CellHead, Progress, Scenario
-from labctl.scenarios.breakoff import LAB_ERRORS, break_off
+from labctl.scenarios.breakoff import LAB_ERRORS, StaysUnreadable, break_off
 from labctl.scenarios.common import Phases, StormResult, restore
 from labctl.scenarios.settings import (
     RESTORE_FAILURE_HELP,
@@ -63,6 +64,7 @@ from labctl.scenarios.settings import (
     Settings,
 )
 from labctl.scenarios.vdi_sessions import (
+    LAUNCHER_UNREADABLE_S,
     TERMINAL,
     LoginStorm,
     Pacing,
@@ -143,6 +145,11 @@ class VdiStormSettings(Settings):
         "vsi-user-", min_length=1, max_length=32, description="user names: prefix + number"
     )
     session_poll_s: LabSeconds = Field(20.0, description="how often the launchers are asked for news")
+    launcher_unreadable_s: LabSeconds = Field(
+        LAUNCHER_UNREADABLE_S,
+        description="a launcher failing every read this many lab seconds breaks the login or steady "
+        "phase off (a lab fault naming it); its desktops are not measured from its first failed read",
+    )
     login_poll_s: LabSeconds = Field(
         5.0,
         description="the same while users log on: with login_pace launchers a launcher's next user "
@@ -321,6 +328,7 @@ class VdiStormResult(StormResult):
                 good=sum(b is rt_index.UxBand.GOOD for b in bands),
                 fair=sum(b is rt_index.UxBand.FAIR for b in bands),
                 poor=sum(b is rt_index.UxBand.POOR for b in bands),
+                **self._unmeasured(s),
                 parameters={k: float(v) for k, v in vars(idx.params).items()},
                 references_s=idx.references_s,
                 points=[
@@ -329,6 +337,19 @@ class VdiStormResult(StormResult):
                 ],
             )
         return s.model_copy(update={"phase_figures": self.figures, "response_index": ri})
+
+    def _unmeasured(self, s: CellSummary) -> dict[str, Any]:
+        """The response index's desktops not measured to the end (their launcher stopped answering),
+        from when (lab seconds after the storm began) and why: counted apart, never good."""
+        lost = self.book.unmeasured() if self.book is not None else {}
+        if not lost or self.book is None:
+            return {}
+        t0 = s.storm_start_ts_s or 0.0  # the window's start: the storm's time zero
+        return {
+            "unmeasured": len(lost),
+            "unmeasured_from_s": round(min(lost.values()) - t0, 1),
+            "unmeasured_why": self.book.unreadable.describe(),
+        }
 
 
 class VdiStorm(Scenario):
@@ -441,6 +462,7 @@ class VdiStorm(Scenario):
                                 st.broker_power_per_min,
                                 st.login_poll_s,
                                 st.login_timeout_s,
+                                st.launcher_unreadable_s,
                             ),
                             workload,
                             booted=list(pre),
@@ -451,7 +473,16 @@ class VdiStorm(Scenario):
                         result.users = len(users)
                 elif name == "steady" and launchers is not None:
                     with phases(ctx, "steady", f"steady state: {st.steady_s:g} s of {workload} work"):
-                        work(lab, ctx, launchers, book, st.steady_s, st.session_poll_s, "steady")
+                        work(
+                            lab,
+                            ctx,
+                            launchers,
+                            book,
+                            st.steady_s,
+                            st.session_poll_s,
+                            "steady",
+                            st.launcher_unreadable_s,
+                        )
                 elif name == "logoff" and launchers is not None:
                     with phases(ctx, "logoff", "every session logs off"):
                         result.logoff_failed = log_off(
@@ -461,6 +492,9 @@ class VdiStorm(Scenario):
             self._derive(lab, ctx, result)
         except LAB_ERRORS as exc:  # the lab failed the cell (vCenter died, ...): said, never lost
             break_off(result, phases, exc)
+            if isinstance(exc, StaysUnreadable):  # what the launchers told before is kept: index, figures
+                result.window = Window(start_ts_s=start, end_ts_s=lab.clock.now())
+                self._derive(lab, ctx, result)
         finally:
             result.stopped = ctx.stop.is_set()
             if result.window is None and lab.clock.now() > start:
@@ -528,15 +562,20 @@ class VdiStorm(Scenario):
             return
         t0 = clock.now()
         ctx.progress(Progress("boot", 0, len(pre)))
+        refused: dict[str, str] = {}  # desktop -> why its power-on failed (vCenter's words)
         if st.boot_mode == "batched":
-            result.actions.extend(lab.power.on(pre).group_actions())
+            rep = lab.power.on(pre)
+            result.actions.extend(rep.group_actions())
+            refused.update((n, o.detail) for n, o in rep.failed.items())
         else:
             step = 1.0 / st.boot_rate_per_s
             k = 0
             while k < len(pre) and not ctx.stop.is_set():
                 due = min(len(pre), int((clock.now() - t0) / step) + 1)
                 if due > k:
-                    result.actions.extend(lab.power.on(pre[k:due]).group_actions())
+                    rep = lab.power.on(pre[k:due])
+                    result.actions.extend(rep.group_actions())
+                    refused.update((n, o.detail) for n, o in rep.failed.items())
                     k = due
                 clock.sleep(max(step, 1.0), ctx.stop)
         ready = lab.wait_ready(pre, deadline=t0 + st.boot_timeout_s, stop=ctx.stop)
@@ -548,10 +587,12 @@ class VdiStorm(Scenario):
                 role=ROLE,
                 outcome=r.state,
                 time_to_ready_s=(r.at - t0) if r.at is not None else None,
-                detail=r.detail,
+                detail=refused.get(n, r.detail) if not r.ready else r.detail,
             )
         if late and not ctx.stop.is_set():  # the lab's fault (a power task failed, ...): named, with why
-            why = ready[late[0]].detail
+            # the failed power task's own error before the state seen at the deadline (the cause)
+            late.sort(key=lambda n: n not in refused)
+            why = refused.get(late[0]) or ready[late[0]].detail
             result.broke_off = (
                 f"boot: {len(late)} of {len(pre)} desktops not up in the boot storm "
                 f"(first: {late[0]}{': ' + why if why else ''})"
@@ -632,6 +673,9 @@ class VdiStorm(Scenario):
             return
         ops = [rt_index.TimedOp(o.session, o.name, o.start_ts, o.response_s) for o in book.operations]
         idx = rt_index.compute(ops, book.spans(), self.settings.index.params())
+        unmeasured = book.unmeasured()  # sessions unreadable from a point: rated neither way
+        if unmeasured:
+            idx = dataclasses.replace(idx, bands={d: b for d, b in idx.bands.items() if d not in unmeasured})
         result.index = idx
         by_session: dict[str, int] = {}
         for o in book.operations:
@@ -652,6 +696,16 @@ class VdiStorm(Scenario):
                     "detail": e.reason,
                 }
             )
+            if e.desktop in unmeasured:
+                at = unmeasured[e.desktop] - (result.window.start_ts_s if result.window else 0.0)
+                result.clients[e.desktop] = result.clients[e.desktop].model_copy(
+                    update={
+                        "outcome": "not_measured",
+                        "ux_good": None,
+                        "detail": f"its session could not be read from {at:.0f} s "
+                        f"({book.unreadable.describe()})",
+                    }
+                )
         # a user who never got a session is a failed logon too: poor, and counted among the desktops
         with_session = {e.desktop for e in book.latest.values()}
         why = result.login_failures[0] if result.login_failures else "no session"

@@ -19,6 +19,30 @@ from labctl.lab.context import LabContext, by_vcenter
 from labctl.lab.power.backend import Gate, Report, in_pool, outcome, together
 from labctl.lab.power.model import STATE_OF_READING, MachineState, State
 
+# the task each verb starts, as an operator reads it in vCenter's task list
+TASK_WORDS = {
+    PowerVerb.ON: "power-on",
+    PowerVerb.GRACEFUL_OFF: "power-off",
+    PowerVerb.FORCE_OFF: "power-off",
+    PowerVerb.RESET: "reset",
+    PowerVerb.REBOOT: "guest reboot",
+}
+
+
+def task_failure(verb: PowerVerb, state: str, error: str | None) -> str:
+    """``power-on task failed: GenericVmConfigFault: <vCenter's words>``: the failed task's own
+    error (the driver keeps ``info.error``'s message and fault type), so a desktop that stays off
+    is named with why vCenter refused it rather than only its power state at a deadline."""
+    task = TASK_WORDS.get(verb, str(verb))
+    why = error or "vCenter gave no error"
+    if state == "error":
+        return f"{task} task failed: {why}"
+    if state == "timeout":
+        return f"{task} task did not end: {why}"
+    if state == "not_attempted":
+        return f"{task} not attempted by vCenter: {why}"
+    return f"{task} not sent: {why}"  # dispatch_error: the call itself failed
+
 
 class VCenterBackend:
     kind: ClassVar[PowerKind] = PowerKind.VCENTER
@@ -78,7 +102,7 @@ class VCenterBackend:
                         )
                     )
                 else:
-                    report(outcome(clock, self.kind, m, False, f"{o.state}: {o.error}"))
+                    report(outcome(clock, self.kind, m, False, task_failure(verb, o.state, o.error)))
 
         together(fire, armed, "vcenter")
 
