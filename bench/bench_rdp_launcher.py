@@ -28,6 +28,7 @@ import argparse
 import json
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -48,6 +49,7 @@ from tests.realsessions.xrdp_server import XrdpServer, free_port, missing  # noq
 
 LOGIN_ENTERPRISE_SESSIONS_PER_LAUNCHER = 30  # Login Enterprise's documented per-launcher maximum
 TERMINAL = ("ended", "failed")
+SESMAN_PORT = 3350  # xrdp-sesman's port, fixed for every xrdp on the machine
 SETTLE_S = 10.0  # after a step's logons, before the launcher's load is read: steady work
 
 
@@ -69,11 +71,15 @@ class Launcher:
         self.cfg = cfg
         self.cursor = 0
         self.done: set[str] = set()  # sessions seen ended or failed
+        self.why: dict[str, str] = {}  # their reasons
 
     def events(self) -> list[dict[str, Any]]:
         lines = verb(self.cfg, "events", "-After", str(self.cursor))
         self.cursor = lines[-1]["seq"]
-        self.done |= {e["session"] for e in lines if e["event"] == "session" and e["state"] in TERMINAL}
+        for e in lines:
+            if e["event"] == "session" and e["state"] in TERMINAL:
+                self.done.add(e["session"])
+                self.why.setdefault(e["session"], str(e.get("reason") or e["state"]))
         return lines
 
     def start(self, first: int, users: list[str]) -> list[str]:
@@ -114,6 +120,33 @@ class Launcher:
         verb(self.cfg, "hello")  # the CPU figure is over the time since the previous hello
         time.sleep(5.0)
         return verb(self.cfg, "hello")[0]
+
+
+def start_alone(server: XrdpServer, deadline_s: float = 600.0) -> None:
+    """Start xrdp once no other xrdp-sesman holds its fixed port (3350; xrdp 0.9 reaches its sesman
+    there whatever the config says): a second sesman cannot bind it, our xrdp would log on through
+    the other's sesman, and that one's end would end our sessions at once (ERRINFO 12, logged off)."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        with socket.socket() as probe:
+            busy = probe.connect_ex(("127.0.0.1", SESMAN_PORT)) == 0
+        if not busy:
+            try:
+                server.start()
+                if server.procs and server.procs[0].poll() is None:  # our sesman holds the port
+                    return
+            except Exception as exc:  # lost the race for the port: wait and try again
+                print(f"xrdp did not start: {exc}", flush=True)
+            server.stop()
+        if time.monotonic() > deadline:
+            raise SystemExit(
+                f"another xrdp-sesman kept port {SESMAN_PORT} for {deadline_s:.0f} s: run again later"
+            )
+        print(
+            f"waiting: another xrdp-sesman holds port {SESMAN_PORT} (a test's xrdp on this machine)",
+            flush=True,
+        )
+        time.sleep(10.0)
 
 
 def phase_rows(logons: list[dict[str, Any]]) -> list[wf.PhaseStats]:
@@ -165,7 +198,7 @@ def main() -> int:
     server = XrdpServer(work, max_sessions=a.max + 4)
     daemon = None
     try:
-        server.start()
+        start_alone(server)
         users = []
         for i in range(1, a.max + 1):
             name = f"lcbench{i}"
@@ -236,6 +269,10 @@ def main() -> int:
                 f"{med:>9.2f} {p95:>6.2f}",
                 flush=True,
             )
+            gone = [sid for sid in held if sid in launcher.done]
+            if gone and not failed:  # logged on, then ended on their own: no longer held
+                print(f"stopped: {len(gone)} session(s) ended on their own ({launcher.why[gone[0]]})")
+                break
             if failed or (totals and med > a.max_logon_s):
                 print(
                     f"stopped: {len(failed)} logon(s) failed"

@@ -16,8 +16,9 @@ from labctl.report import charts, figures_vdi
 from labctl.report.figures_vdi import HOST_CPU, HOSTS_SHOWN, WIDE_IN
 from labctl.report.run_view import VDI_HOST_SOURCES, CellView
 from labctl.report.timelines import Fig, Section, fig
-from labctl.report.waterfall import TOTAL, UNACCOUNTED, Waterfall, waterfall, words
+from labctl.report.waterfall import TOTAL, UNACCOUNTED, Waterfall, over_time, waterfall, words
 
+MAX_POINTS = 300  # logons drawn one by one on the timeline; more are drawn as medians per span
 TOTAL_COLOR = "#1d2329"
 P95_COLOR = "#c62828"
 # one colour per phase, the same in every cell and chart (tab10, red kept for the total's p95)
@@ -168,15 +169,38 @@ def on_timeline(c: CellView, w: Waterfall, wide: bool = True) -> Fig | None:
         ax.legend(fontsize=6, ncol=2)
     ax = by["logons"]
     colors = phase_colors(w)
-    for name in [*w.measured, TOTAL]:
-        pts = [(_launch_min(c, lg.launch_ts), lg.phases_s[name]) for lg in w.logons if name in lg.phases_s]
-        if not pts:
-            continue
-        xs, ys = zip(*pts, strict=True)
-        if name == TOTAL:
-            ax.plot(xs, ys, "_", color=TOTAL_COLOR, ms=9, mew=1.5, label="total", ls="none")
-        else:
-            ax.plot(xs, ys, ".", color=colors.get(name), ms=4, label=words(name), ls="none")
+    drawn = [*w.measured, TOTAL]
+    if len(w.logons) <= MAX_POINTS:
+        how = "a point per phase, at the session's launch"
+        for name in drawn:
+            pts = [
+                (_launch_min(c, lg.launch_ts), lg.phases_s[name]) for lg in w.logons if name in lg.phases_s
+            ]
+            if not pts:
+                continue
+            xs, ys = zip(*pts, strict=True)
+            if name == TOTAL:
+                ax.plot(xs, ys, "_", color=TOTAL_COLOR, ms=9, mew=1.5, label="total", ls="none")
+            else:
+                ax.plot(xs, ys, ".", color=colors.get(name), ms=4, label=words(name), ls="none")
+    else:  # thousands of logons: each phase's median per span of launches, the total's p95 too
+        spans = over_time(w.logons, drawn)
+        how = f"each phase's median over the logons launched in each of {len(spans)} spans, the total's p95 dashed"
+        mids = [_launch_min(c, (b.start_ts + b.end_ts) / 2) for b in spans]
+        for name in drawn:
+            pts = [(x, b.p50_s[name]) for x, b in zip(mids, spans, strict=True) if name in b.p50_s]
+            if pts:
+                color = TOTAL_COLOR if name == TOTAL else colors.get(name, TOTAL_COLOR)
+                ax.plot(
+                    *zip(*pts, strict=True),
+                    "-",
+                    color=color,
+                    lw=1.2,
+                    label=words(name) if name != TOTAL else "total",
+                )
+        top = [(x, b.p95_s[TOTAL]) for x, b in zip(mids, spans, strict=True) if TOTAL in b.p95_s]
+        if top:
+            ax.plot(*zip(*top, strict=True), "--", color=P95_COLOR, lw=1.2, label="total p95")
     ax.set_ylabel("logon phase, s")
     ax.set_ylim(bottom=0)
     ax.set_xlabel("minutes since the storm began")
@@ -186,8 +210,8 @@ def on_timeline(c: CellView, w: Waterfall, wide: bool = True) -> Fig | None:
     note = f" This cell recorded {' and '.join(missing)} series." if missing else ""
     return fig(
         f,
-        "Each logon's phases (a point per phase, at the session's launch) under the arrays' IOPS and the "
-        f"hosts' CPU, on one time axis; the storm's phases shaded.{note}",
+        f"Each logon's phases ({how}) under the arrays' IOPS and the hosts' CPU, on one time axis; the "
+        f"storm's phases shaded.{note}",
         wide=wide,
     )
 

@@ -60,6 +60,7 @@ WORDS = {
     TOTAL: "total: launch to first operation",
 }
 MAX_BINS = 8  # concurrency bins on a chart: more would leave a few logons per bar
+TIME_BINS = 60  # launch-time spans of a storm too large to draw logon by logon
 _METRIC = re.compile(r"^logon_(?P<phase>.+)_s$")
 _UNMEASURED = re.compile(r"^logon_(?P<phase>.+)_unmeasured$")
 
@@ -249,6 +250,41 @@ def by_concurrency(ws: Sequence[Logon], phases: Sequence[str], max_bins: int = M
                 p50[name] = rt_index.quantile(vals, 0.5)
                 p95[name] = rt_index.quantile(vals, 0.95)
         out.append(Bin(lo, hi, len(inside), p50, p95))
+    return out
+
+
+@dataclass(frozen=True)
+class TimeBin:
+    """The logons launched in [start_ts, end_ts) and each phase's p50/p95 among them."""
+
+    start_ts: float
+    end_ts: float
+    n: int
+    p50_s: Mapping[str, float]
+    p95_s: Mapping[str, float]
+
+
+def over_time(ws: Sequence[Logon], phases: Sequence[str], bins: int = TIME_BINS) -> list[TimeBin]:
+    """Each phase's p50 and p95 over the logons launched in each of ``bins`` equal spans of the
+    launches (a storm of thousands drawn as lines, not as thousands of points); empty spans left out."""
+    if not ws:
+        return []
+    first, last = min(w.launch_ts for w in ws), max(w.launch_ts for w in ws)
+    width = (last - first) / bins or 1.0
+    slots: dict[int, list[Logon]] = {}
+    for w in ws:
+        slots.setdefault(min(bins - 1, int((w.launch_ts - first) / width)), []).append(w)
+    out = []
+    for k in sorted(slots):
+        inside = slots[k]
+        p50: dict[str, float] = {}
+        p95: dict[str, float] = {}
+        for name in phases:
+            vals = [w.phases_s[name] for w in inside if name in w.phases_s]
+            if vals:
+                p50[name] = rt_index.quantile(vals, 0.5)
+                p95[name] = rt_index.quantile(vals, 0.95)
+        out.append(TimeBin(first + k * width, first + (k + 1) * width, len(inside), p50, p95))
     return out
 
 

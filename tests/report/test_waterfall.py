@@ -148,3 +148,14 @@ def test_the_finding_names_the_totals_the_longest_phase_and_the_unmeasured() -> 
     assert said.startswith("In session storm, 12 desktops, 12 logons took ")
     assert "the longest phase at p95 was shell ready (4.09 s)" in said
     assert said.endswith("not measured by rdp: brokering, group policy.")
+
+
+def test_launch_time_spans_for_a_storm_too_large_to_draw_logon_by_logon() -> None:
+    ws = storm()  # launches at 0, 10, ..., 90 s and two at 100 s
+    w = wf.waterfall(vdi_logons.percentiles(ws), series_of(ws))
+    assert w is not None
+    spans = wf.over_time(w.logons, ["protocol_connect", wf.TOTAL], bins=4)  # 25 s each
+    assert [b.n for b in spans] == [3, 2, 3, 4]  # the last launch belongs to the last span
+    assert spans[0].start_ts == T0 and spans[-1].end_ts == T0 + 100
+    assert round(spans[-1].p50_s["protocol_connect"], 6) == 1.95  # sessions 8-11: 1.8 ... 2.1
+    assert wf.over_time([], ["total"]) == []

@@ -145,3 +145,28 @@ def test_the_certificate_has_the_waterfall_table_figures_and_finding(run: Path, 
     assert "logons on the storm's timeline" in page and "logon phases, p50" in page
     findings = text[text.rindex("Findings") :]
     assert "12 logons took" in findings and "not measured by rdp: brokering, group policy" in findings
+
+
+def test_a_storm_of_thousands_is_drawn_as_medians_per_span() -> None:
+    """400 logons: the timeline draws each phase's median per span of launches, not 2,800 points."""
+    from labctl.report import figures_vdi_waterfall
+    from labctl.report.run_view import CellView
+    from tests.report.test_waterfall import series_of
+
+    ws = [logon(i % 12, 1000.0 + i) for i in range(400)]
+    summary = CellSummary(
+        cell="vdi_storm-default-400",
+        plan="vdi_storm",
+        scenario="vdi_storm",
+        parameters={"desktops": 400},
+        outcome=Outcome.PASS,
+        window=Window(start_ts_s=1000.0, end_ts_s=1500.0),
+        extra=dict(vdi_logons.percentiles(ws)),
+    )
+    c = CellView(summary, None, series_of(ws), {})
+    w = figures_vdi_waterfall.of(c)
+    assert w is not None and len(w.logons) == 400
+    f = figures_vdi_waterfall.on_timeline(c, w, wide=False)
+    assert f is not None and "each phase's median over the logons launched in each of 60 spans" in f.caption
+    assert "This cell recorded no array and no host series." in f.caption
+    assert f.svg.count("<use ") < 400  # lines, not a marker per logon and phase

@@ -4,8 +4,9 @@ desktops booted, logged on, worked and logged off on one timeline against the ar
 Method: the phases as the 2012 paper ran them, the cells' parameters, the criteria in words.
 Results: a table per cell (desktops, logons, IOPS per desktop per phase beside the paper's table 7,
 array peaks and latency, host CPU, the response-time index's headline), the figures page's VDI
-charts (:mod:`labctl.report.figures_vdi`: not drawn again), the criteria matrix. Findings: the
-measured figures in sentences. Conclusion: per cell, what it supports as VSImax is read
+charts (:mod:`labctl.report.figures_vdi`: not drawn again), the logon waterfall per cell whose
+launchers timed it (:mod:`.vdi_waterfall`), the criteria matrix. Findings: the measured figures in
+sentences. Conclusion: per cell, what it supports as VSImax is read
 (:mod:`labctl.report.headline`). Sizing: desktops per array and arrays for the desktops measured,
 from the cells that passed (:func:`labctl.sizing.from_run.run_profile`, ``labctl size measured``).
 """
