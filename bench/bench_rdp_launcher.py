@@ -167,7 +167,7 @@ def phase_rows(logons: list[dict[str, Any]]) -> list[wf.PhaseStats]:
 
 def print_storm(k: int, logons: list[dict[str, Any]], failed: list[dict[str, Any]], seconds: float) -> None:
     print(
-        f"\nlogon storm of {k} at once: {len(logons)} logged on, {len(failed)} failed, all in {seconds:.1f} s"
+        f"\nlogon storm of {k} at once: {len(logons)} logged on, {len(failed)} failed, seen by the bench within {seconds:.1f} s"
     )
     if failed:
         print(f"  first failure: {failed[0].get('reason', '')}")
