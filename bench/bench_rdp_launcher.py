@@ -50,6 +50,7 @@ from tests.realsessions.xrdp_server import XrdpServer, free_port, missing  # noq
 LOGIN_ENTERPRISE_SESSIONS_PER_LAUNCHER = 30  # Login Enterprise's documented per-launcher maximum
 TERMINAL = ("ended", "failed")
 SESMAN_PORT = 3350  # xrdp-sesman's port, fixed for every xrdp on the machine
+DISPLAY_HEADROOM = 100  # X displays beyond --max for sesman to pick from (others' Xvfb, stale locks)
 SETTLE_S = 10.0  # after a step's logons, before the launcher's load is read: steady work
 
 
@@ -195,7 +196,9 @@ def main() -> int:
     work.chmod(0o755)
     pyz = zipapp_build.build(work / "labctl-workload.pyz")
     collector = free_port()
-    server = XrdpServer(work, max_sessions=a.max + 4)
+    # sesman's MaxSessions is also its X display range (:10 to :10 + MaxSessions): displays other X
+    # servers on the machine hold, or their stale locks, count against it ("no display in range")
+    server = XrdpServer(work, max_sessions=a.max + DISPLAY_HEADROOM)
     daemon = None
     try:
         start_alone(server)

@@ -77,6 +77,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_run(tmp_path_factory.mktemp("waterfall"))
 
 
+@pytest.fixture(scope="module")
+def page(run: Path) -> str:
+    return figures_html(run)
+
+
 def _rows(table_html: str) -> list[list[str]]:
     out = []
     for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", table_html, flags=re.S):
@@ -94,8 +99,7 @@ def _figure(page: str, caption_start: str) -> str:
     raise AssertionError(f"no figure captioned {caption_start!r}")
 
 
-def test_the_figures_page_tables_the_phases_and_says_what_rdp_cannot_measure(run: Path) -> None:
-    page = figures_html(run)
+def test_the_figures_page_tables_the_phases_and_says_what_rdp_cannot_measure(page: str) -> None:
     table = _figure(page, f"{CELL}: the logon waterfall over {N} logons")
     rows = _rows(table)
     assert rows[0] == ["phase", "logons", "p50 s", "p95 s", "max s"]
@@ -117,8 +121,7 @@ def test_the_figures_page_tables_the_phases_and_says_what_rdp_cannot_measure(run
     assert by["group policy"] == [f"not measured by rdp: {NO_GPO}"]
 
 
-def test_the_figures_page_draws_phases_against_concurrency_and_on_the_timeline(run: Path) -> None:
-    page = figures_html(run)
+def test_the_figures_page_draws_phases_against_concurrency_and_on_the_timeline(page: str) -> None:
     conc = _figure(page, "Each measured phase's median")
     assert f"{CELL}: logon phases, p50" in conc and "sessions logged on when the logon started" in conc
     assert "Logons per bin: 0-1: 2, 2-3: 2, 4-5: 2, 6-7: 2, 8-9: 2, 10: 2." in html.unescape(conc)
