@@ -23,7 +23,7 @@ from typing import Any
 
 from labctl.recorder.series import run_path
 from labctl.records.run_record import RunOutcome
-from labctl.report import figures_matrix, figures_storm, figures_vdi, ha_comparison
+from labctl.report import figures_matrix, figures_storm, figures_vdi_waterfall, ha_comparison
 from labctl.report.figures_table import outcome_class, table
 from labctl.report.run_view import RunView, load_run
 from labctl.report.timelines import Section
@@ -116,7 +116,7 @@ def _sections(view: RunView) -> list[Section]:
         *figures_storm.sections(cells),
         *figures_matrix.sections(cells),
         *ha_comparison.sections(cells),
-        *figures_vdi.sections(cells),
+        *figures_vdi_waterfall.sections(cells),  # the VDI storms', each with its logon waterfall
     ]
 
 

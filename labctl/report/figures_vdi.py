@@ -278,7 +278,9 @@ def sections(cells: Sequence[CellView], *, wide: bool = True) -> list[Section]:
         )
     ]
     for c in vdi:
-        figs = [iops_over_time(c, wide), phase_table(c), latency_over_time(c), *hosts_over_time(c)]
+        # a cell that recorded no array (a session storm measured from its hosts) draws no empty frames
+        storage = [iops_over_time(c, wide), phase_table(c), latency_over_time(c)] if arrays(c) else []
+        figs = [*storage, *hosts_over_time(c)]
         figs += [f for f in (index_chart(c), logon_chart(c)) if f is not None]
         head = index_headline(c.summary.response_index)
         intro = "; ".join(x for x in (f"Response-time index: {head.text}" if head else "", c.reason) if x)

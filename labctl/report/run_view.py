@@ -39,7 +39,7 @@ FIGURE_METRICS = frozenset(
     {"cpu_pct", "memory_used_mb", "nic_sent_util_pct", "nic_sent_bytes_per_s", "disk_queue_len"}
 )
 # ... and the VDI storms' arrays (read / write IOPS, latency) and ESXi hosts (CPU, memory)
-VDI_SCENARIOS = ("vdi_storm", "scale_out", "write_cache_modes")
+VDI_SCENARIOS = ("vdi_storm", "scale_out", "write_cache_modes", "session_storm")
 ARRAY_SOURCES = ("unity", "powerstore", "sc", "equallogic")  # the arrays' kinds (a source each)
 VDI_FIGURE_METRICS = frozenset(
     {
@@ -54,11 +54,14 @@ VDI_FIGURE_METRICS = frozenset(
 )
 # vCenter's hosts are the VDI half's: a 2007 storm on a lab that also has VDI hosts draws none of them
 VDI_HOST_SOURCES = ("vcenter",)
+LOGON_SOURCE = "sessions"  # the launchers' series: the logon waterfall's phases among them
 
 
 def figure_series(scenario: str, source: str, metric: str) -> bool:
     """Whether the figures of a cell of ``scenario`` draw this series."""
     if scenario in VDI_SCENARIOS:
+        if source == LOGON_SOURCE:  # each session's logon, phase by phase (labctl.report.waterfall)
+            return metric.startswith("logon_") and metric.endswith("_s")
         return metric in VDI_FIGURE_METRICS and (source in ARRAY_SOURCES or source in VDI_HOST_SOURCES)
     return metric in FIGURE_METRICS and source not in VDI_HOST_SOURCES
 

@@ -34,7 +34,8 @@ def samples(pool: str, w: LogonWaterfall) -> list[Sample]:
 
 
 def percentiles(logons: Iterable[LogonWaterfall]) -> dict[str, float | int | str | None]:
-    """For a summary's ``extra``: ``logon_sessions``, ``logon_concurrent_max``, ``logon_<phase>_p50_s`` / ``_p95_s`` per
+    """For a summary's ``extra``: ``logon_sessions``, ``logon_concurrent_max``, ``logon_connectors``,
+    ``logon_<phase>_p50_s`` / ``_p95_s`` per
     measured phase (and the total), ``logon_<phase>_unmeasured`` (the reason) per phase no session
     measured. Phases in the launchers' order."""
     ws = list(logons)
@@ -49,6 +50,8 @@ def percentiles(logons: Iterable[LogonWaterfall]) -> dict[str, float | int | str
     out: dict[str, float | int | str | None] = {"logon_sessions": len(ws)}
     if ws:  # the concurrency these percentiles were taken at: logons under way at once, at most
         out["logon_concurrent_max"] = concurrent_max(ws)
+        # whose words the unmeasured phases are in (the report: "not measured by rdp: ...")
+        out["logon_connectors"] = ", ".join(sorted({w.connector for w in ws if w.connector}))
     for name, values in by_phase.items():
         out[f"logon_{name}_p50_s"] = round(rt_index.quantile(values, 0.5), 3)
         out[f"logon_{name}_p95_s"] = round(rt_index.quantile(values, 0.95), 3)

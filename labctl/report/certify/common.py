@@ -125,7 +125,12 @@ def cell_label(c: CellView, configuration: bool = True) -> str:
     return f"{text} ({c.configuration})" if configuration and c.configuration else text
 
 
-VDI_WORDS = {"vdi_storm": "VDI storm", "scale_out": "scale-out", "write_cache_modes": "write-cache mode"}
+VDI_WORDS = {
+    "vdi_storm": "VDI storm",
+    "scale_out": "scale-out",
+    "write_cache_modes": "write-cache mode",
+    "session_storm": "session storm",
+}
 
 
 def _vdi_label(c: CellView) -> str:

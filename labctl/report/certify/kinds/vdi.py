@@ -4,8 +4,9 @@ desktops booted, logged on, worked and logged off on one timeline against the ar
 Method: the phases as the 2012 paper ran them, the cells' parameters, the criteria in words.
 Results: a table per cell (desktops, logons, IOPS per desktop per phase beside the paper's table 7,
 array peaks and latency, host CPU, the response-time index's headline), the figures page's VDI
-charts (:mod:`labctl.report.figures_vdi`: not drawn again), the criteria matrix. Findings: the
-measured figures in sentences. Conclusion: per cell, what it supports as VSImax is read
+charts (:mod:`labctl.report.figures_vdi`: not drawn again), the logon waterfall per cell whose
+launchers timed it (:mod:`.vdi_waterfall`), the criteria matrix. Findings: the measured figures in
+sentences. Conclusion: per cell, what it supports as VSImax is read
 (:mod:`labctl.report.headline`). Sizing: desktops per array and arrays for the desktops measured,
 from the cells that passed (:func:`labctl.sizing.from_run.run_profile`, ``labctl size measured``).
 """
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 
 from labctl.errors import BadInputError
 from labctl.records.run_record import Outcome, PhaseFigures
-from labctl.report import figures_vdi
+from labctl.report import figures_vdi, figures_vdi_waterfall
 from labctl.report.certify.common import (
     OUTCOME_WORD,
     WORDS,
@@ -33,10 +34,12 @@ from labctl.report.certify.common import (
     words,
 )
 from labctl.report.certify.figures import sections_as_blocks
+from labctl.report.certify.kinds import vdi_waterfall
 from labctl.report.certify.model import Block, Cell, Formula, Section, Table, Text, Tone
 from labctl.report.certify.registry import Context, Kind, register
 from labctl.report.headline import index_headline
 from labctl.report.run_view import VDI_HOST_SOURCES, VDI_SCENARIOS, CellView
+from labctl.report.waterfall import sentence
 from labctl.sizing import size_from_measurements
 from labctl.sizing.from_run import run_profile
 
@@ -181,6 +184,8 @@ def cell_findings(c: CellView) -> list[str]:
     out = []
     n = desktops(c)
     logons = _logons(c)
+    waterfall = figures_vdi_waterfall.of(c)
+    said = sentence(cell_label(c), waterfall) if waterfall is not None else None
     if n:
         if len(logons) == n:
             lead = f"In {cell_label(c)}, all {n} desktops logged on"
@@ -189,6 +194,8 @@ def cell_findings(c: CellView) -> list[str]:
         if logons:
             lead += f"; a logon took {num(statistics.median(logons), 0)} s at the median and {num(logons[-1], 0)} s at the longest"
         out.append(lead + ".")
+    if said:
+        out.append(said)
     phases = _phase_sentence(c)
     if phases:
         out.append(phases)
@@ -288,6 +295,7 @@ class VdiStorm(Kind):
             if s.figures
         ]
         children += sections_as_blocks(drawn, lambda t: f"Figures: {labels.get(t, t)}")
+        children += vdi_waterfall.sections(cells, cell_label)  # each logon, phase by phase
         matrix = verdict_matrix(
             cells, lambda c: cell_label(c), "Criteria per cell: the judged value and its outcome", "cell"
         )
