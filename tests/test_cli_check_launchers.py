@@ -29,6 +29,7 @@ from labctl import __version__
 from labctl.cli import cli
 from labctl.cli.common import run_cli
 from labctl.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from labctl.lab.launchers import greet, wire
 from tests.labfiles import _free_block
 from tests.realsessions.conftest import Daemon
 from tests.realsessions.xrdp_server import _wait_port
@@ -151,8 +152,11 @@ def _key_access(rig: Rig, tmp: Path, config: Path) -> str:
     )
 
 
-def launcher_ok(rig: Rig, tmp: Path) -> str:
-    return f"{{name: launcher-ok, sessions: 4, pool: pool, ip: {rig.ip(1)}, access: {_key_access(rig, tmp, rig.ok_config)}}}"
+def launcher_ok(rig: Rig, tmp: Path, sessions: int = 4) -> str:
+    return (
+        f"{{name: launcher-ok, sessions: {sessions}, pool: pool, ip: {rig.ip(1)}, "
+        f"access: {_key_access(rig, tmp, rig.ok_config)}}}"
+    )
 
 
 def check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -161,15 +165,17 @@ def check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str
     return code, out.out, out.err
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def env(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setenv("LABCTL_TEST_LAUNCHER_KEY", str(rig.key))
     monkeypatch.setenv("LABCTL_TEST_LAUNCHER_PW", PASSWORD)
 
 
+@pytest.mark.usefixtures("env")
 def test_check_greets_a_real_launcher_over_ssh(rig: Rig, tmp_path: Path, capsys) -> None:
-    lab = lab_file(rig, tmp_path, [launcher_ok(rig, tmp_path)])
+    # the inventory gives it more sessions than its max_sessions: said in a note, not a failure
+    lab = lab_file(rig, tmp_path, [launcher_ok(rig, tmp_path, sessions=40)])
     code, out, err = check(capsys, "--lab", str(lab), "--kind", "launcher", "--timeout", "5")
     assert code == EXIT_OK, err
     row = next(line for line in out.splitlines() if "launcher-ok launcher" in line)
@@ -177,8 +183,10 @@ def test_check_greets_a_real_launcher_over_ssh(rig: Rig, tmp_path: Path, capsys)
     assert f"labctl {__version__}, labctl-launcher/1" in row
     assert "connector custom; sessions 0/30" in row
     assert "1/1 endpoints ok" in out and "vc-01" not in out  # --kind: the launchers only
+    assert "note: launcher-ok launcher: the inventory gives it 40 sessions, it holds at most 30" in out
 
 
+@pytest.mark.usefixtures("env")
 def test_unreachable_launchers_fail_the_check_with_one_line_each(rig: Rig, tmp_path: Path, capsys) -> None:
     b = rig.block
     down = f"{{name: launcher-down, sessions: 4, pool: pool, ip: {rig.ip(2)}, access: {_key_access(rig, tmp_path, rig.down_config)}}}"
@@ -223,3 +231,21 @@ def test_kind_launcher_on_a_lab_without_launchers_is_bad_input(tmp_path: Path, c
     code, _, err = check(capsys, "--lab", str(REPO / "hardware" / "sim-2007.yaml"), "--kind", "launcher")
     assert code == EXIT_BAD_INPUT
     assert "has no endpoint of kind launcher" in err
+
+
+def test_a_hello_without_the_optional_fields_is_read_as_not_given() -> None:
+    # a launcher script of the lab's own may answer only what the protocol needs
+    h = greet.parse(
+        "l1", '{"event":"hello","protocol":"labctl-launcher/1","launcher":"l1","clock_ts":5,"seq":7}\r\n'
+    )
+    assert (h.clock_ts, h.seq, h.labctl_version, h.connectors, h.sessions) == (5.0, 7, "", (), None)
+    assert h.version_text == "labctl (not given), labctl-launcher/1"
+    assert h.load_text == "connector (not given); sessions (not given)"
+    h = greet.parse(
+        "l2",
+        '{"event":"hello","protocol":"labctl-launcher/1","clock_ts":5,"seq":0,"connectors":["rdp","horizon"],'
+        '"max_sessions":30}',
+    )
+    assert h.load_text == "connector rdp,horizon; sessions ?/30"
+    with pytest.raises(wire.ProtocolError, match="l3: speaks 'labctl-launcher/0'"):
+        greet.parse("l3", '{"event":"hello","protocol":"labctl-launcher/0","clock_ts":5,"seq":0}')
