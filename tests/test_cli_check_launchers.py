@@ -184,6 +184,7 @@ def test_check_greets_a_real_launcher_over_ssh(rig: Rig, tmp_path: Path, capsys)
     assert "connector custom; sessions 0/30" in row
     assert "1/1 endpoints ok" in out and "vc-01" not in out  # --kind: the launchers only
     assert "note: launcher-ok launcher: the inventory gives it 40 sessions, it holds at most 30" in out
+    assert "clock is" not in out  # the launcher's clock is this machine's: inside the call's window
 
 
 @pytest.mark.usefixtures("env")
@@ -249,3 +250,9 @@ def test_a_hello_without_the_optional_fields_is_read_as_not_given() -> None:
     assert h.load_text == "connector rdp,horizon; sessions ?/30"
     with pytest.raises(wire.ProtocolError, match="l3: speaks 'labctl-launcher/0'"):
         greet.parse("l3", '{"event":"hello","protocol":"labctl-launcher/0","clock_ts":5,"seq":0}')
+
+
+def test_a_launcher_clock_outside_the_call_window_is_an_offset() -> None:
+    assert greet.clock_offset_s(105.0, 100.0, 110.0) == 0.0  # within the round trip: no evidence
+    assert greet.clock_offset_s(95.5, 100.0, 110.0) == -4.5
+    assert greet.clock_offset_s(130.0, 100.0, 110.0) == 20.0

@@ -384,7 +384,15 @@ class Preflight:
         r.ok = True
 
     def _launcher(self, r: CheckResult, ln: Launcher) -> None:
+        sent_s = self.ctx.clock.now()
         hello = greet.greet(backend_for(ln.transport, self.ctx, self.relay), ln, self.launcher_timeout_s)
+        offset_s = greet.clock_offset_s(hello.clock_ts, sent_s, self.ctx.clock.now())
+        # a simulated lab's launchers answer in the simulator's lab time, which this check does not keep
+        if not self.lab.simulated and abs(offset_s) > greet.CLOCK_TOLERANCE_S:
+            r.notes.append(
+                f"its clock is {offset_s:+.1f} s off this controller's: its sessions and logons land that "
+                "far off on the run's timeline (sync both with NTP)"
+            )
         r.version = hello.version_text
         r.capabilities = hello.load_text
         if hello.max_sessions is not None and hello.max_sessions < ln.sessions:

@@ -54,6 +54,20 @@ class Hello:
         return f"connector {conn}; {load}"
 
 
+CLOCK_TOLERANCE_S = 2.0  # beyond the call's own round trip; NTP keeps machines far closer
+
+
+def clock_offset_s(clock_ts: float, sent_s: float, answered_s: float) -> float:
+    """How far the launcher's clock is outside the window of the call (sent .. answered, this
+    controller's clock): 0 inside it, else the signed distance to its nearer edge. The launcher's
+    times place its sessions and logons on the run's timeline, so an offset moves them."""
+    if clock_ts < sent_s:
+        return clock_ts - sent_s
+    if clock_ts > answered_s:
+        return clock_ts - answered_s
+    return 0.0
+
+
 def address(ln: Launcher) -> str:
     """Where the greeting goes: ``ip:port`` over SSH, ``agent <name>`` through a site agent."""
     if ln.transport == "agent":
