@@ -11,9 +11,10 @@ from rich.console import Console
 from rich.table import Table
 
 from labctl.cli.common import config_option, lab_option, simulator_hint
-from labctl.errors import EXIT_FAILED, EXIT_OK
+from labctl.errors import EXIT_FAILED, EXIT_OK, BadInputError
 from labctl.inventory import load_lab
-from labctl.lab.preflight import CheckResult, Preflight
+from labctl.lab.launchers.greet import GREETING_TIMEOUT_S
+from labctl.lab.preflight import KINDS, CheckResult, Preflight
 from labctl.lab.session import DriverSettings, LabSession
 
 
@@ -28,10 +29,20 @@ from labctl.lab.session import DriverSettings, LabSession
     show_default=True,
     help="Seconds to wait for each endpoint call.",
 )
+@click.option(
+    "--kind",
+    "kinds",
+    type=click.Choice(KINDS),
+    multiple=True,
+    help="Check only endpoints of this kind (repeatable), e.g. --kind launcher to greet the launchers.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
-def check(lab_file: Path | None, configuration: str | None, timeout_s: float, as_json: bool) -> int:
+def check(
+    lab_file: Path | None, configuration: str | None, timeout_s: float, kinds: tuple[str, ...], as_json: bool
+) -> int:
     """Preflight every endpoint: reachable, TLS as configured, credentials accepted, versions,
-    and what the plans need (typeperf counters, Unity metric paths, vCenter perf counters).
+    and what the plans need (typeperf counters, Unity metric paths, vCenter perf counters); a VDI
+    lab's session launchers are greeted (labctl-launcher/1 hello) over SSH or their site agent.
 
     Exits 1 with one line per failing endpoint, saying why and what to do.
 
@@ -39,6 +50,7 @@ def check(lab_file: Path | None, configuration: str | None, timeout_s: float, as
     Example:
       labctl check
       labctl check --lab hardware/lab-2007.example.yaml --config ha
+      labctl check --lab hardware/vdi-mcs-sc40-1000.yaml --kind launcher
     """
     lab = load_lab(lab_file, configuration)
     settings = DriverSettings(
@@ -50,8 +62,13 @@ def check(lab_file: Path | None, configuration: str | None, timeout_s: float, as
     )
     err = Console(stderr=True)
     with LabSession(lab, settings=settings) as session:
-        pre = Preflight(session)
+        pre = Preflight(session, launcher_timeout_s=max(GREETING_TIMEOUT_S, timeout_s), kinds=kinds)
         total = len(pre.checks())
+        if kinds and not total:
+            raise BadInputError(
+                f"{lab.source_file}: lab {lab.name} has no endpoint of kind {', '.join(kinds)} "
+                "(drop --kind, or name a kind its inventory has)"
+            )
         done = [0]
 
         def progress(r: CheckResult) -> None:

@@ -15,6 +15,9 @@ whether the conformance suite checked them (:mod:`labctl.drivers.versions`).
 - **vCenter**: TLS, login, API version, every inventory VM exists, the perf counters resolve.
 - **Storage array**: TLS, login, software version, the real-time metric paths exist, the
   inventory's LUNs exist.
+- **Session launcher** (a VDI lab's ``vdi.launchers``): ``labctl-launcher/1``'s ``hello`` through
+  its transport (SSH, or the site agent it is placed at) within a deadline: its labctl version and
+  protocol, its connector, its live sessions and capacity (:mod:`labctl.lab.launchers.greet`).
 
 Nothing here powers anything on or off.
 """
@@ -23,13 +26,14 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
 import wakeonlan
 
+from labctl import __version__
 from labctl.drivers import typeperf as tp
 from labctl.drivers.ipmi import IpmiClient
 from labctl.drivers.pvs import DEVICE_INFO_COMMAND, PvsError, parse_device_info
@@ -40,13 +44,19 @@ from labctl.drivers.versions import check_version
 from labctl.drivers.vsphere import HOST_COUNTERS, VM_COUNTERS, VCenterClient
 from labctl.errors import EndpointError, MissingCredentialError
 from labctl.inventory.model import Lab, Machine, Tls, TlsMode
+from labctl.inventory.vdi import Launcher
 from labctl.lab.context import HasContext, LabContext, context_of
+from labctl.lab.launchers import greet
+from labctl.lab.launchers.agent import LauncherRelay
+from labctl.lab.launchers.registry import backend_for
+
+KINDS = ("redfish", "ipmi", "ssh", "wol", "vcenter", "storage", "launcher")
 
 
 @dataclass
 class CheckResult:
     endpoint: str  # e.g. "pvs-01 BMC"
-    kind: str  # "redfish", "ipmi", "ssh", "wol", "vcenter", "storage"
+    kind: str  # one of KINDS
     address: str
     ok: bool = False
     version: str = ""
@@ -92,12 +102,24 @@ def _fail(r: CheckResult, exc: Exception) -> CheckResult:
 
 
 class Preflight:
-    """Built with the lab context (or a session carrying one)."""
+    """Built with the lab context (or a session carrying one: launchers placed at a site agent are
+    greeted through its link to the agents, ``session.sites``)."""
 
-    def __init__(self, ctx: LabContext | HasContext, *, workers: int = 32):
+    def __init__(
+        self,
+        ctx: LabContext | HasContext,
+        *,
+        workers: int = 32,
+        launcher_timeout_s: float = greet.GREETING_TIMEOUT_S,
+        kinds: Collection[str] = (),
+    ):
         self.ctx = context_of(ctx)
         self.lab: Lab = self.ctx.lab
         self.workers = workers
+        self.launcher_timeout_s = launcher_timeout_s
+        self.kinds = frozenset(kinds)  # only these kinds of endpoint (empty: every one)
+        sites = getattr(ctx, "sites", None)  # a LabSession's Sites; a bare context has none
+        self.relay: LauncherRelay | None = sites if isinstance(sites, LauncherRelay) else None
 
     def checks(self) -> list[tuple[CheckResult, Callable[[CheckResult], None]]]:
         lab = self.lab
@@ -155,7 +177,21 @@ class Preflight:
                     partial(self._storage, name=arr.name),
                 )
             )
-        return out
+        for ln in self.lab.vdi.launchers if self.lab.vdi is not None else ():
+            how = (
+                f"via site agent {ln.agent}"
+                if ln.transport == "agent"
+                else f"host key: {ln.access.host_key_policy}"
+                if ln.access is not None
+                else ""
+            )
+            out.append(
+                (
+                    CheckResult(f"{ln.name} launcher", "launcher", greet.address(ln), tls=how),
+                    partial(self._launcher, ln=ln),
+                )
+            )
+        return [item for item in out if not self.kinds or item[0].kind in self.kinds]
 
     def run(self, progress: Callable[[CheckResult], object] | None = None) -> list[CheckResult]:
         """Every check, concurrently; results in inventory order."""
@@ -345,4 +381,25 @@ class Preflight:
                 r.reason = f"LUNs not found: {', '.join(absent)}"
                 r.fix = "check storage[].luns in the inventory against the array"
                 return
+        r.ok = True
+
+    def _launcher(self, r: CheckResult, ln: Launcher) -> None:
+        sent_s = self.ctx.clock.now()
+        hello = greet.greet(backend_for(ln.transport, self.ctx, self.relay), ln, self.launcher_timeout_s)
+        offset_s = greet.clock_offset_s(hello.clock_ts, sent_s, self.ctx.clock.now())
+        # a simulated lab's launchers answer in the simulator's lab time, which this check does not keep
+        if not self.lab.simulated and abs(offset_s) > greet.CLOCK_TOLERANCE_S:
+            r.notes.append(
+                f"its clock is {offset_s:+.1f} s off this controller's: its sessions and logons land that "
+                "far off on the run's timeline (sync both with NTP)"
+            )
+        r.version = hello.version_text
+        r.capabilities = hello.load_text
+        if hello.max_sessions is not None and hello.max_sessions < ln.sessions:
+            r.notes.append(
+                f"the inventory gives it {ln.sessions} sessions, it holds at most {hello.max_sessions}: "
+                "starts beyond that are refused (raise its max_sessions or lower vdi.launchers[].sessions)"
+            )
+        if hello.labctl_version and hello.labctl_version != __version__:
+            r.notes.append(f"it runs labctl {hello.labctl_version}, this controller {__version__}")
         r.ok = True

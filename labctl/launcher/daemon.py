@@ -23,6 +23,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from labctl import __version__
 from labctl.launcher import resources, waterfall
 from labctl.launcher.config import LauncherConfig, credentials
 from labctl.launcher.connectors import Connector, connector
@@ -112,6 +113,7 @@ class Launcher:
                 "launcher": self.cfg.name,
                 "clock_ts": time.time(),
                 "seq": self.journal.seq,
+                "labctl_version": __version__,  # labctl check prints it next to the controller's
                 "connector": self.connector.kind,
                 "max_sessions": self.cfg.max_sessions,
                 **self._load(),

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -32,8 +33,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from labctl import __version__
+from labctl.cli import cli
+from labctl.cli.common import run_cli
 from labctl.clock import LabClock
-from labctl.errors import InventoryError
+from labctl.errors import EXIT_FAILED, InventoryError
 from labctl.inventory.load import load_lab
 from labctl.lab.launchers import open_launchers
 from labctl.lab.launchers.model import SessionState
@@ -347,3 +351,34 @@ def test_a_local_launcher_placed_at_no_agent_is_refused_in_one_line(site: Launch
         lines
     )
     assert any("names unknown session launcher 'nope'" in ln for ln in lines), lines
+
+
+def test_labctl_check_greets_a_launcher_through_its_site_agent(
+    site: LauncherSite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`labctl check` greets a launcher placed at an agent through that agent (it has no SSH);
+    one placed at an agent that is not running fails the check with one line naming the agent."""
+    site.agent()
+    text = site.lab_file.read_text().replace(
+        "  launchers:\n",
+        "  launchers:\n    - {name: launcher-b, sessions: 4, pool: pool, kind: local, "
+        "local: {config: '/nonexistent/launcher-b.yaml'}}\n",
+    )
+    text = text.replace(
+        f"    - {{name: {AGENT}, launchers: [{LAUNCHER}]}}",
+        f"    - {{name: {AGENT}, launchers: [{LAUNCHER}]}}\n    - {{name: site-gone, launchers: [launcher-b]}}",
+    )
+    lab = site.work / "check.yaml"
+    lab.write_text(text)
+    code = run_cli(cli, ["check", "--lab", str(lab), "--kind", "launcher", "--timeout", "5", "--json"])
+    out = capsys.readouterr()
+    assert code == EXIT_FAILED, out.err
+    got = {e["endpoint"]: e for e in json.loads(out.out)["endpoints"]}
+    a, b = got[f"{LAUNCHER} launcher"], got["launcher-b launcher"]
+    assert a["ok"], a
+    assert a["address"] == f"agent {AGENT}" and a["tls"] == f"via site agent {AGENT}"
+    assert a["version"] == f"labctl {__version__}, labctl-launcher/1"
+    assert re.fullmatch(r"connector custom; sessions \d/4", a["capabilities"]), a
+    assert not b["ok"] and "site-gone" in b["reason"], b
+    failed = [ln for ln in out.err.splitlines() if ln.startswith("FAILED ")]
+    assert len(failed) == 1 and failed[0].startswith("FAILED launcher-b launcher [launcher agent site-gone]")

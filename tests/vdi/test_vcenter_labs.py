@@ -1,5 +1,6 @@
 """Every example VDI lab starts (`labctl sim up`) and passes its vCenter preflight (`labctl check`):
-the inventory's desktops, hosts and datastores, the counters plans read, served from the twin."""
+the inventory's desktops, hosts and datastores, the counters plans read, served from the twin; and
+every session launcher answers `labctl check`'s hello from the simulator."""
 
 from __future__ import annotations
 
@@ -36,9 +37,18 @@ def test_example_lab_starts_and_passes_its_vcenter_checks(
         lab = load_lab(lab_file)
         assert lab.vdi is not None
         with LabSession(lab, sim.clock) as s:
-            results = {r.kind: r for r in Preflight(s).run() if r.kind == "vcenter"}
+            checked = Preflight(s, kinds=("vcenter", "launcher")).run()
+        results = {r.kind: r for r in checked if r.kind == "vcenter"}
         vc = results["vcenter"]
         assert vc.ok, f"{vc.reason} ({vc.fix})"
+        # every launcher answers hello from the simulator (labctl check greets them)
+        greeted = {r.endpoint: r for r in checked if r.kind == "launcher"}
+        assert set(greeted) == {f"{ln.name} launcher" for ln in lab.vdi.launchers}
+        for ln in lab.vdi.launchers:
+            r = greeted[f"{ln.name} launcher"]
+            assert r.ok, r.line
+            assert r.version.endswith("labctl-launcher/1")
+            assert r.capabilities == f"connector simulated; sessions 0/{ln.sessions}"
         n = len(lab.vdi.placement)
         k = len(set(HOST_COUNTERS) | set(VM_COUNTERS))
         assert f"{n}/{n} inventory VMs" in vc.capabilities and f"perf {k}/{k} counters" in vc.capabilities

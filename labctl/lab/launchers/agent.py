@@ -40,10 +40,12 @@ class AgentLauncherBackend(ProtocolBackend):
         self.ctx = ctx
         self.relay = relay
 
-    def call(self, launcher: Launcher, verb: str, args: Args) -> str:
+    def call(self, launcher: Launcher, verb: str, args: Args, timeout_s: float | None = None) -> str:
         if self.relay is None:
             raise BadInputError(
                 f"launcher {launcher.name}: placed at site agent {launcher.agent}, but these launchers of lab "
                 f"{self.ctx.lab.name} were opened without the link to its agents (open them from a LabSession)"
             )
-        return self.relay.launcher_call(launcher, verb, args, CALL_TIMEOUT_WALL_S)
+        return self.relay.launcher_call(
+            launcher, verb, args, CALL_TIMEOUT_WALL_S if timeout_s is None else timeout_s
+        )

@@ -30,6 +30,9 @@ T = TypeVar("T")
 class LauncherBackend(Protocol):
     kind: ClassVar[str]
 
+    def call(self, launcher: Launcher, verb: str, args: Args, timeout_s: float | None = None) -> str:
+        """One protocol call: the launcher's answer text (``labctl check`` greets with it)."""
+
     def hello(self, launcher: Launcher) -> tuple[float, int]:
         """Check the launcher answers and speaks the protocol: its clock now (lab epoch seconds)
         and the cursor of its journal now (poll events after it)."""
@@ -53,8 +56,9 @@ class ProtocolBackend:
 
     kind: ClassVar[str]
 
-    def call(self, launcher: Launcher, verb: str, args: Args) -> str:
-        """Run ``verb`` with ``args`` on ``launcher``; its stdout. EndpointError when no answer came."""
+    def call(self, launcher: Launcher, verb: str, args: Args, timeout_s: float | None = None) -> str:
+        """Run ``verb`` with ``args`` on ``launcher``; its stdout. EndpointError when no answer came
+        within ``timeout_s`` (default: the carrier's limit for one call)."""
         raise NotImplementedError
 
     @staticmethod

@@ -51,12 +51,12 @@ class SshLauncherBackend(ProtocolBackend):
             shell=Shell.CMD if wire.is_powershell(a.script) else Shell.POSIX,
         )
 
-    def call(self, launcher: Launcher, verb: str, args: Args) -> str:
+    def call(self, launcher: Launcher, verb: str, args: Args, timeout_s: float | None = None) -> str:
         script = launcher.access.script if launcher.access is not None else ""
         res = self.ctx.ssh.run(
             self.target(launcher),
             wire.command(script, verb, **args),
-            timeout_s=CALL_TIMEOUT_WALL_S,
+            timeout_s=CALL_TIMEOUT_WALL_S if timeout_s is None else timeout_s,
             action=f"launcher {verb}",
             check=True,
         )

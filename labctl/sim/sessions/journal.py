@@ -62,6 +62,11 @@ class Journal:
             }
         )
 
+    def live(self) -> int:
+        """Sessions not ended or failed, as last journalled."""
+        with self.lock:
+            return sum(1 for t in self.sessions.values() if t.info.state not in TERMINAL)
+
     def start(self, desktop: str, user: str, now: float) -> dict[str, Any]:
         with self.lock:
             try:

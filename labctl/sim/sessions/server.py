@@ -17,6 +17,7 @@ from typing import Any
 
 import asyncssh
 
+from labctl import __version__
 from labctl.inventory.vdi import Launcher
 from labctl.sim.endpoint import EndpointInfo, PortInUseError, SimContext
 from labctl.sim.sessions.journal import Journal
@@ -150,6 +151,11 @@ class LauncherEndpoint:
                     "launcher": self.launcher.name,
                     "clock_ts": now,
                     "seq": j.seq,
+                    # what `labctl launcher` says of itself too (labctl check prints it)
+                    "labctl_version": __version__,
+                    "connector": "simulated",
+                    "sessions": j.live(),
+                    "max_sessions": self.launcher.sessions,
                 }
             ]
         if verb == "start":
