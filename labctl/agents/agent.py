@@ -141,7 +141,13 @@ class SiteAgent:
         if url.startswith(LEAF_SCHEME):
             # the site's own leaf node dials out to the hub; the agent talks to it on loopback
             self.leaf = start_nats_server(
-                self.state_dir / "leaf", name=f"leaf-{self.name}", jetstream=False, leaf_remotes=[url]
+                self.state_dir / "leaf",
+                name=f"leaf-{self.name}",
+                jetstream=False,
+                leaf_remotes=[url],
+                # a SIGKILLed agent leaves no leaf node behind (one started off the main thread
+                # would be stopped when that thread ends, so it is not tied)
+                die_with_starter=threading.current_thread() is threading.main_thread(),
             )
             url, domain = self.leaf.url, domain or DEFAULT_HUB_DOMAIN
         return HubConnection(url, name=f"labctl-agent {self.lab.name}/{self.name}", js_domain=domain)

@@ -21,7 +21,6 @@ connector that crashes costs the launcher, never the agent's power orders.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import signal
@@ -41,18 +40,12 @@ from labctl.lab.launchers.ssh import SshLauncherBackend
 from labctl.launcher import verbs
 from labctl.launcher.config import ConfigError, LauncherConfig
 from labctl.launcher.config import load as load_config
+from labctl.lifetime import tie_to_parent
 
 log = logging.getLogger(__name__)
 
 SERVE_DEADLINE_S: Final = 120.0  # a launcher daemon says it serves within this long (a cold Python start)
 STOP_DEADLINE_S: Final = 20.0  # it ends its sessions and exits within this long of SIGTERM
-PR_SET_PDEATHSIG: Final = 1
-
-
-def _die_with_parent() -> None:
-    """In the daemon's process: SIGKILL when the agent's thread that started it dies."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class HostedLauncher:
@@ -86,7 +79,7 @@ class HostedLauncher:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=err,
-                preexec_fn=_die_with_parent,
+                preexec_fn=tie_to_parent(signal.SIGKILL),
             )
         threading.Thread(
             target=self._await_serving, name=f"launcher-{self.launcher.name}", daemon=True

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from labctl.errors import LabctlError
+from labctl.lifetime import tie_to_parent
 
 NATS_SERVER_VAR = "LABCTL_NATS_SERVER"  # a nats-server binary to use instead of the project's
 PROJECT_BIN = Path(__file__).resolve().parents[2] / ".labctl" / "bin"
@@ -77,6 +78,7 @@ class NatsServer:
     leaf_remotes: list[str] = field(default_factory=list)  # hubs this leaf node dials out to
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     leaf_host: str | None = None  # where leaf nodes dial in, when not ``host``
+    tied: bool = False  # stopped by the kernel when the thread that started it ends
 
     @property
     def url(self) -> str:
@@ -129,7 +131,7 @@ class NatsServer:
     def restart(self, ready_timeout_s: float = READY_TIMEOUT_S) -> None:
         """Stop (if running) and start again on the same ports with the same store."""
         self.stop()
-        self.proc = _launch(self.config_file, self.log_file, self.workdir)
+        self.proc = _launch(self.config_file, self.log_file, self.workdir, tied=self.tied)
         _wait_ready(self, ready_timeout_s)
 
 
@@ -165,7 +167,9 @@ def _config_text(
     return "\n".join(lines) + "\n"
 
 
-def _launch(config_file: Path, log_file: Path, workdir: Path) -> subprocess.Popen[bytes]:
+def _launch(
+    config_file: Path, log_file: Path, workdir: Path, *, tied: bool = False
+) -> subprocess.Popen[bytes]:
     for old in workdir.glob("*.ports"):
         old.unlink()
     with log_file.open("ab") as log:
@@ -176,6 +180,7 @@ def _launch(config_file: Path, log_file: Path, workdir: Path) -> subprocess.Pope
             stderr=subprocess.STDOUT,
             cwd=workdir,
             start_new_session=True,  # a Ctrl-C to the test run is not delivered to it
+            preexec_fn=tie_to_parent(signal.SIGTERM) if tied else None,  # see start_nats_server
         )
 
 
@@ -235,6 +240,7 @@ def start_nats_server(
     leaf_remotes: Sequence[str] = (),
     ready_timeout_s: float = READY_TIMEOUT_S,
     leaf_host: str | None = None,
+    die_with_starter: bool = False,
 ) -> NatsServer:
     """Start nats-server with its config, store and log in ``workdir``; return it when ready.
 
@@ -242,7 +248,8 @@ def start_nats_server(
     ``leaf_listen``: accept leaf nodes (a hub); ``leaf_remotes``: hubs to dial out to (a leaf node,
     e.g. ``[hub.leaf_url]``); ``leaf_host``: accept leaf nodes on this address instead of ``host``
     (e.g. a bridge that only the tests' network namespaces reach). Every port is a free one the
-    server picks.
+    server picks. ``die_with_starter``: the kernel stops the server when the thread that started
+    it ends (a site agent's own leaf node: an agent that is SIGKILLed leaves no server behind).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     config_file = workdir / f"{name}.conf"
@@ -260,7 +267,7 @@ def start_nats_server(
         _config_text(port=-1, monitor_port=-1, leaf_port=-1 if leaf_listen else None, **common)
     )
     deadline = time.monotonic() + ready_timeout_s
-    proc = _launch(config_file, log_file, workdir)
+    proc = _launch(config_file, log_file, workdir, tied=die_with_starter)
     server = NatsServer(
         name=name,
         workdir=workdir,
@@ -275,6 +282,7 @@ def start_nats_server(
         leaf_remotes=list(leaf_remotes),
         proc=proc,
         leaf_host=leaf_host,
+        tied=die_with_starter,
     )
     try:
         ports = _read_ports(workdir, proc, deadline)

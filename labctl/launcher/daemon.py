@@ -11,7 +11,6 @@ daemon (a parent-death signal), so a killed launcher leaves no sessions running 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import secrets
@@ -29,18 +28,11 @@ from labctl.launcher.config import LauncherConfig, credentials
 from labctl.launcher.connectors import Connector, connector
 from labctl.launcher.journal import Journal
 from labctl.launcher.session import Session
+from labctl.lifetime import tie_to_parent
 
 PROTOCOL = "labctl-launcher/1"
 MAX_BODY_BYTES = 1024 * 1024  # one post of a workload's events, or one verb's arguments
 TOKEN_FILE = "control.token"
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """In the client's child process: SIGKILL when the launcher's thread that started it dies."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class Launcher:
@@ -94,7 +86,7 @@ class Launcher:
             pass_fds=(w,),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,
+            preexec_fn=tie_to_parent(signal.SIGKILL),
         )
         os.close(w)
         with os.fdopen(r) as fh:
@@ -226,7 +218,7 @@ class Launcher:
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=tie_to_parent(signal.SIGKILL),
         )
         s.client_ts = time.time()
         assert s.proc.stdin is not None

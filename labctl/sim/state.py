@@ -14,19 +14,18 @@ dirs).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from labctl import lifetime
 from labctl.clock import LabClock
 from labctl.errors import LabctlError
 from labctl.inventory.credentials import SIM_SECRETS_FILE
@@ -214,32 +213,11 @@ def pid_alive(pid: int) -> bool:
     return st is not None and st not in ("Z", "X")
 
 
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
 def tie_to_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that ties a child to this process's life: the kernel sends it SIGTERM when
-    the thread that started it ends (``prctl(PR_SET_PDEATHSIG)``; kept across exec, so it works for
-    the Go vcsim too), so a simulator started by a run is stopped with it even when the run is
-    SIGKILLed. A parent already gone before the call makes the child exit at once. None where the
-    kernel has no such call (not Linux): there the state file's ``owner_pid`` tells a later run.
-
-    The signal follows the *thread* that forked: start tied simulators from a thread that lives as
-    long as the run (the main thread, as the runner and `labctl run` do)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: nothing to look up after fork
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died between fork and prctl
-            os._exit(1)
-
-    return preexec
+    """A ``preexec_fn`` that ties a simulator to this process's life (SIGTERM when the thread that
+    started it ends), so a simulator started by a run is stopped with it even when the run is
+    SIGKILLed; where there is no such call, the state file's ``owner_pid`` tells a later run."""
+    return lifetime.tie_to_parent(signal.SIGTERM)
 
 
 def is_running(proc: ProcessRecord) -> bool:

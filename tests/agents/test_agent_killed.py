@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +25,20 @@ SITE_LAB_FAULTS = "- {kind: client_never_wakes, targets: [optiplex-004]}"
 ALL = [n for k in range(1, 4) for n in clients_of(k, CLIENTS_PER_SITE)]
 SITE2 = clients_of(2, CLIENTS_PER_SITE)
 OTHERS = [n for n in ALL if n not in SITE2]
+
+
+def _processes_naming(arg: str) -> list[int]:
+    """Live (not zombie) processes with ``arg`` among their command-line arguments."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError, ValueError):
+            continue
+        if arg.encode() in argv and state not in ("Z", "X"):
+            pids.append(int(proc.name))
+    return pids
 
 
 def test_an_agent_killed_mid_storm_is_a_lab_fault_for_its_machines_and_the_rest_is_restored(
@@ -47,6 +62,12 @@ def test_an_agent_killed_mid_storm_is_a_lab_fault_for_its_machines_and_the_rest_
     killer.start()
     result = storm(s, ALL, ready_timeout_s=600, during_ready=waiting)
     killer.join()
+    # its leaf node died with it: a SIGKILLed agent leaves no nats-server behind
+    leaf_conf = str(journal.parent / "leaf" / "leaf-site-2.conf")
+    deadline = time.monotonic() + 10
+    while _processes_naming(leaf_conf) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _processes_naming(leaf_conf), "the killed agent's leaf node is still running"
     # every client was woken (site-2 fired before it died) ...
     assert result.on.ok, result.on.failed
     # ... the others were measured, site-2's are a lab fault naming the agent
