@@ -285,11 +285,7 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    root = (
-        Path(args.workdir)
-        if args.workdir
-        else Path(tempfile.gettempdir()) / f"labctl-workload-{ident['user']}"
-    )
+    root = Path(args.workdir) if args.workdir else default_workdir(ident["user"])
     root.mkdir(parents=True, exist_ok=True)
     folder = Folder(root)
     unmeasured = dict(UNMEASURED)
@@ -374,13 +370,31 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-ops", type=int, default=0, help="stop timing after this many operations (0: no limit)"
     )
-    p.add_argument("--workdir", help="the folder the file operations use (default: a folder in TEMP)")
+    p.add_argument(
+        "--workdir",
+        help="the folder the file operations use (default: ~/.labctl-workload, else a new private folder in TEMP)",
+    )
     p.add_argument("--profiles", metavar="FILE", help="a profiles JSON file instead of the shipped one")
     p.add_argument(
         "--logoff-command", help="run this when the launcher asks for a logoff (Windows: 'logoff')"
     )
     p.add_argument("--keep-files", action="store_true", help="keep the operations' files")
     return p
+
+
+def default_workdir(user: str) -> Path:
+    """The user's own folder for the file operations: ``~/.labctl-workload`` (the user's profile,
+    where a real user's files are), else a fresh private folder in TEMP. Never a fixed name in
+    TEMP: one left by a deleted user belongs to whoever gets that uid next, and every file
+    operation would then fail with permission denied."""
+    try:
+        home = Path.home() / ".labctl-workload"
+        home.mkdir(parents=True, exist_ok=True)
+        if os.access(home, os.W_OK | os.X_OK):
+            return home
+    except (OSError, RuntimeError, KeyError):  # no home, or one this user cannot write
+        pass
+    return Path(tempfile.mkdtemp(prefix=f"labctl-workload-{user}-"))
 
 
 def main(argv: list[str] | None = None) -> int:
