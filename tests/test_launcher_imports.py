@@ -42,8 +42,10 @@ ALLOWED_LABCTL = {
     "labctl.launcher.verbs",
 }
 # Heavy libraries no verb needs (pydantic and yaml are the launcher's own config: allowed).
-HEAVY = ("matplotlib", "numpy", "pyVmomi", "pyVim", "paramiko", "pysnmp", "pyghmi", "nats", "duckdb")
-HEAVY += ("psycopg", "weasyprint", "rich", "pytest", "cryptography")
+HEAVY = (
+    *("matplotlib", "numpy", "pyVmomi", "pyVim", "paramiko", "pysnmp", "pyghmi", "nats", "duckdb"),
+    *("psycopg", "weasyprint", "rich", "pytest", "cryptography"),
+)
 
 # Runs the console script's own entry (labctl.cli:main) and writes what was loaded to argv[1].
 PROBE = """
