@@ -14,11 +14,11 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from labctl.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInputError, InventoryError, LabctlError
+from labctl.cli.dispatch import run_cli as run_cli  # its home moved; the commands and tests import it here
+from labctl.errors import EXIT_BAD_INPUT, BadInputError, LabctlError
 from labctl.inventory.lab_ref import resolve_lab_file, resolve_lab_name
 from labctl.inventory.load import default_lab_file, display_path, load_lab
 from labctl.inventory.model import Group, Lab
-from labctl.recorder.redact import redact_patterns
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,34 +79,6 @@ def results_dir_option(what: str) -> Callable[[F], F]:
 def resolve_results_dir(given: Path | None) -> Path:
     """The results folder: ``--results-dir`` or $LABCTL_RESULTS if given, else the project's."""
     return given or PROJECT_ROOT / "results"
-
-
-def run_cli(group: click.Group, args: list[str] | None = None) -> int:
-    """Run a click group; map labctl errors to one-line messages and exit codes."""
-    try:
-        rv = group.main(args=args, prog_name="labctl", standalone_mode=False)
-    except InventoryError as exc:
-        # already `file:line: item: what (fix)`, one line per problem: editors and CI parse these
-        for problem in exc.problems:
-            click.echo(str(problem), err=True)
-        return exc.exit_code
-    except LabctlError as exc:
-        for line in str(exc).splitlines():  # a URL or DSN echoed back keeps no password
-            click.echo(f"error: {redact_patterns(line)}", err=True)
-        return exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("interrupted", err=True)
-        return EXIT_INTERRUPTED
-    except click.ClickException as exc:
-        exc.show()
-        # click's own errors are all about the command line (bad option, missing file argument ...)
-        return EXIT_BAD_INPUT if isinstance(exc, click.UsageError | click.FileError) else exc.exit_code
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        return EXIT_INTERRUPTED
-    except SystemExit as exc:  # commands may sys.exit with an explicit code
-        return exc.code if isinstance(exc.code, int) else 0
-    return rv if isinstance(rv, int) else 0
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:

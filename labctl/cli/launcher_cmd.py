@@ -1,4 +1,8 @@
-"""`labctl launcher` (on a launcher machine) and `labctl workload` (inside a desktop session)."""
+"""`labctl launcher` (on a launcher machine): the daemon and the protocol's verbs.
+
+The controller runs a verb over SSH every few seconds in a storm, so this module imports only the
+launcher's own modules (tests/test_launcher_imports.py); `serve` imports the daemon when it runs.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,6 @@ import click
 
 from labctl.launcher import config as launcher_config
 from labctl.launcher import verbs
-from labctl.workload import agent as workload_agent
-from labctl.workload import zipapp_build
 
 CONFIG_HELP = "the launcher's configuration (env LABCTL_LAUNCHER_CONFIG; default /etc/labctl/launcher.yaml)"
 
@@ -52,23 +54,3 @@ def launcher(config_path: str | None, args: tuple[str, ...]) -> None:
         Launcher(cfg).serve()
         return
     sys.exit(verbs.run(cfg, list(args)))
-
-
-@click.command(
-    "workload",
-    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
-)
-@click.option(
-    "--zipapp",
-    "zipapp_out",
-    metavar="FILE",
-    help="write the workload as one file for a desktop image, and exit",
-)
-@click.pass_context
-def workload(ctx: click.Context, zipapp_out: str | None) -> None:
-    """Run a workload inside a desktop session and report to its launcher (--help for options)."""
-    if zipapp_out:
-        out = zipapp_build.build(Path(zipapp_out))
-        click.echo(f"wrote {out} (python3 {out.name} --help)")
-        return
-    sys.exit(workload_agent.main(list(ctx.args)))

@@ -11,6 +11,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 MAX_FILE_BYTES = 256 * 1024  # a launcher's config or credentials file is a few lines
+# in state_dir: the daemon writes it, the verbs read it (here, so a verb never imports the daemon)
+TOKEN_FILE = "control.token"
 
 
 class ConfigError(ValueError):

@@ -24,7 +24,7 @@ from typing import Any
 
 from labctl import __version__
 from labctl.launcher import resources, waterfall
-from labctl.launcher.config import LauncherConfig, credentials
+from labctl.launcher.config import TOKEN_FILE, LauncherConfig, credentials
 from labctl.launcher.connectors import Connector, connector
 from labctl.launcher.journal import Journal
 from labctl.launcher.session import Session
@@ -32,7 +32,6 @@ from labctl.lifetime import tie_to_parent
 
 PROTOCOL = "labctl-launcher/1"
 MAX_BODY_BYTES = 1024 * 1024  # one post of a workload's events, or one verb's arguments
-TOKEN_FILE = "control.token"
 
 
 class Launcher:

@@ -15,8 +15,7 @@ from typing import Any
 
 import requests
 
-from labctl.launcher.config import LauncherConfig, read_small
-from labctl.launcher.daemon import TOKEN_FILE
+from labctl.launcher.config import TOKEN_FILE, LauncherConfig, read_small
 
 CALL_TIMEOUT_S = 30.0
 VERBS = {"hello": (), "start": ("workload", "desktop", "user"), "events": ("after",), "logoff": ("session",)}
