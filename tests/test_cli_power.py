@@ -98,7 +98,10 @@ def test_a_failing_vm_task_fails_the_command_and_names_the_vm(labctl) -> None:
     code, out, err = labctl("power", "on", "vdi-[006-008]")
     assert code == 1
     assert "2/3 ok" in out
-    assert "FAILED vdi-007: power-on task failed: GenericVmConfigFault: Failed to power on the virtual machine" in err
+    assert (
+        "FAILED vdi-007: power-on task failed: GenericVmConfigFault: Failed to power on the virtual machine"
+        in err
+    )
     code, out, _ = labctl("power", "status", "vdi-[006-008]")
     assert code == 0 and "2 on" in out and "1 off" in out
     labctl("power", "off", "vdi-[006-008]")
