@@ -12,6 +12,7 @@ the compiled-in ``/run/xrdp``; sesman listens on loopback port 3350 (where xrdp 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import pwd
 import secrets
@@ -19,10 +20,12 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 XRDP = "/usr/sbin/xrdp"
 SESMAN = "/usr/sbin/xrdp-sesman"
@@ -60,6 +63,10 @@ def _wait_port(port: int, host: str, deadline_s: float, proc: subprocess.Popen[b
     raise RuntimeError(f"{proc.args[0]} did not listen on {host}:{port} within {deadline_s} s")
 
 
+MACHINE_LOCK = Path(tempfile.gettempdir()) / "labctl-xrdp-machine.lock"
+MACHINE_WAIT_S = 900.0  # another test session's realsessions suite takes a few minutes
+
+
 @dataclass
 class DesktopUser:
     name: str
@@ -76,6 +83,7 @@ class XrdpServer:
     users: list[DesktopUser] = field(default_factory=list)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     max_sessions: int = 50
+    _machine: IO[bytes] | None = field(default=None, repr=False)  # the lock below, while held
 
     @property
     def address(self) -> str:
@@ -113,7 +121,28 @@ class XrdpServer:
         sesman.write_text("\n".join(ses) + "\n")
         return xrdp, sesman
 
+    def _take_the_machine(self, deadline_s: float = MACHINE_WAIT_S) -> None:
+        """One xrdp per machine at a time, across processes (test sessions, xdist workers, the
+        benchmark): xrdp always reaches its sesman on port 3350, a second sesman cannot bind it,
+        and the desktop users' fixed names are removed and re-created by whoever starts next."""
+        fh = MACHINE_LOCK.open("ab")
+        deadline = time.monotonic() + deadline_s
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self._machine = fh
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    fh.close()
+                    raise RuntimeError(
+                        f"another xrdp on this machine held {MACHINE_LOCK} for {deadline_s:.0f} s"
+                    ) from None
+                time.sleep(0.5)
+
     def start(self) -> None:
+        if self._machine is None:
+            self._take_the_machine()
         self.port = self.port or free_port()
         xrdp_ini, sesman_ini = self._configs()
         Path("/run/xrdp/sockdir").mkdir(parents=True, exist_ok=True)
@@ -173,6 +202,9 @@ class XrdpServer:
         for u in self.users:
             self._remove_user(u.name)
         self.users.clear()
+        if self._machine is not None:
+            self._machine.close()  # releases the lock
+            self._machine = None
 
 
 @contextlib.contextmanager
