@@ -131,13 +131,12 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy
 
-# Two pytest-xdist workers: about half the suite's wall time is waiting on simulated lab time, so two
-# workers on a 2-core machine roughly halve it; each module runs on one worker (tests/conftest.py)
-# and modules sharing a fixed port or the shipped labs run one after the other. TEST_WORKERS=0 runs
-# the suite in one process.
+# Two pytest-xdist workers: about a third of the suite's wall time is waiting on simulated lab time,
+# so two workers on a 2-core machine cut it by about a third; each module runs on one worker, in its
+# order (tests/conftest.py). TEST_WORKERS=0 runs the suite in one process.
 TEST_WORKERS ?= 2
 unit: install
-	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile tests
 
 test: lint typecheck unit
 

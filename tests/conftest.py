@@ -35,25 +35,10 @@ def _own_lab_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
                 os.environ[k] = v
 
 
-# --- running under pytest-xdist (`make test` runs `pytest -n 2 --dist loadgroup`) -----------------
-# Each module is one group, so its module-scoped fixtures (a real plan run, an xrdp server) are
-# built once, on one worker. Modules that hold a resource only one process may hold at a time share
-# a group and so run one after the other on one worker:
-_SHARED_GROUPS = {
-    # xrdp's sesman listens on the fixed loopback port 3350 (where xrdp looks for it)
-    "tests/realsessions/": "xrdp",
-    # runs of the shipped labs (hardware/*.yaml): fixed loopback addresses and ports, one lease
-    "tests/verdict/test_one_word.py": "shipped_lab",
-    "tests/vdi/test_vcenter_labs.py": "shipped_lab",
-    "tests/test_plugin.py": "shipped_lab",
-}
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    root = Path(str(config.rootpath))
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        module = Path(str(item.path)).relative_to(root).as_posix()
-        group = next((g for prefix, g in _SHARED_GROUPS.items() if module.startswith(prefix)), module)
-        item.add_marker(pytest.mark.xdist_group(group))
+# --- running under pytest-xdist (`make test` runs `pytest -n 2 --dist loadfile`) ------------------
+# Each module runs on one worker, in its order, so its module-scoped fixtures (a real plan run, a
+# vcsim whose VMs the module's tests power on and off, an xrdp server) are built once and its tests
+# see the states they saw in one process. (xdist's `loadgroup` cannot group across modules under
+# pytest 9: the group suffix it writes into `item._nodeid` is no longer read.) Resources only one
+# process may hold at a time are locked across processes where they are started, e.g. xrdp's fixed
+# sesman port in tests/realsessions/xrdp_server.py.

@@ -36,15 +36,16 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_the_same_quick_plan_twice_is_not_a_regression(tmp_path: Path) -> None:
     """Also: `labctl run` writes the run into the embedded store by default (no --store, no
     import), with its profile; the second run, given a store that is down, keeps its folder and
-    verdicts, passes, and names the import that adds it later."""
+    verdicts, its cells pass, and it names the import that adds it later and exits 3 (every cell
+    passed, the run is not in the store: docs/faults.md)."""
     lab = make_test_lab(tmp_path, clients=5)
     folders: list[Path] = []
     dead_store = ["--store", "postgresql://nobody@127.0.0.1:9/none"]  # nothing listens on port 9
-    for extra in ([], dead_store):
+    for extra, code in (([], 0), (dead_store, 3)):
         proc = _run(
             tmp_path, "run", "boot_storm", "--profile", "quick", "--no-report", "--lab", str(lab), *extra
         )
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert proc.returncode == code, proc.stdout[-2000:] + proc.stderr[-2000:]
         folders = sorted(p for p in (tmp_path / "results").iterdir() if (p / "run.json").exists())
         try:
             data = read_run_folder(folders[-1])
