@@ -28,7 +28,7 @@ hosts only (no array API reachable from the controller) records ``[vcenter]``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import Field
@@ -40,9 +40,18 @@ from labctl.lab.session import LabSession
 from labctl.lab.strategy import Goal
 from labctl.records.run_record import Window
 from labctl.scenarios.base import CellContext, Progress
-from labctl.scenarios.breakoff import LAB_ERRORS, break_off
+from labctl.scenarios.breakoff import LAB_ERRORS, StaysUnreadable, break_off
 from labctl.scenarios.common import Phases
-from labctl.scenarios.vdi_sessions import LoginStorm, Pacing, SessionBook, leave_no_session, log_off, work
+from labctl.scenarios.settings import LabSeconds
+from labctl.scenarios.vdi_sessions import (
+    LAUNCHER_UNREADABLE_S,
+    LoginStorm,
+    Pacing,
+    SessionBook,
+    leave_no_session,
+    log_off,
+    work,
+)
 from labctl.scenarios.vdi_storm import VdiStorm, VdiStormResult, VdiStormSettings, cell_desktops
 
 SessionPhase = Literal["login", "steady", "logoff"]
@@ -67,6 +76,12 @@ class SessionStormSettings(VdiStormSettings):
         description="prepare brings the cell's desktops up through the lab (vCenter) first, unmeasured; "
         "default: taken as up (a pool in use: its broker keeps them up)",
     )
+    launcher_unreadable_s: LabSeconds = Field(
+        LAUNCHER_UNREADABLE_S,
+        description="a launcher failing every read this many lab seconds breaks the login or steady "
+        "phase off (a lab fault naming it; a launcher whose clock is beyond the bound fails its reads); "
+        "its desktops are not measured from its first failed read",
+    )
     record_sources: list[SourceKind] | None = Field(
         None, description="kinds of the lab's sources recorded (default every one the lab offers)"
     )
@@ -82,8 +97,12 @@ class SessionStormSettings(VdiStormSettings):
 
 @dataclass(kw_only=True)
 class SessionStormResult(VdiStormResult):
+    # per launcher the clock correction its times got (labctl.lab.launchers.clock): offset, uncertainty
+    launcher_clocks: dict[str, float | int | str | bool | None] = field(default_factory=dict)
+
     def extra(self) -> dict[str, float | int | str | bool | None]:
         out = super().extra()
+        out.update(self.launcher_clocks)
         for k in ("prebooted_pct", "booted_on_demand"):  # no boot in this plan
             out.pop(k, None)
         logged_on = sum(1 for c in self.clients.values() if c.outcome == "logged_on")
@@ -162,6 +181,7 @@ class SessionStorm(VdiStorm):
                             st.broker_power_per_min,
                             st.login_poll_s,
                             st.login_timeout_s,
+                            st.launcher_unreadable_s,
                         )
                         storm = LoginStorm(
                             lab, ctx, launchers, book, pacing, workload, booted=desktops, off=[]
@@ -170,7 +190,16 @@ class SessionStorm(VdiStorm):
                         result.users = len(users)
                 elif name == "steady":
                     with phases(ctx, "steady", f"steady state: {st.steady_s:g} s of {workload} work"):
-                        work(lab, ctx, launchers, book, st.steady_s, st.session_poll_s, "steady")
+                        work(
+                            lab,
+                            ctx,
+                            launchers,
+                            book,
+                            st.steady_s,
+                            st.session_poll_s,
+                            "steady",
+                            st.launcher_unreadable_s,
+                        )
                 elif name == "logoff":
                     with phases(ctx, "logoff", "every session logs off"):
                         result.logoff_failed = log_off(
@@ -180,6 +209,9 @@ class SessionStorm(VdiStorm):
             self._index(result)
         except LAB_ERRORS as exc:  # a launcher or vCenter died, the lab failed the cell: said, never lost
             break_off(result, phases, exc)
+            if isinstance(exc, StaysUnreadable):  # what the launchers told before is kept: index, figures
+                result.window = Window(start_ts_s=start, end_ts_s=lab.clock.now())
+                self._index(result)
         finally:
             result.stopped = ctx.stop.is_set()
             if result.window is None and lab.clock.now() > start:
@@ -187,5 +219,6 @@ class SessionStorm(VdiStorm):
             if launchers is not None:
                 if result.book is not None and (result.stopped or result.broke_off):
                     result.logoff_failed = leave_no_session(lab, ctx, launchers, result.book)
+                result.launcher_clocks = launchers.clocks.extra()
                 launchers.close()
         return result
