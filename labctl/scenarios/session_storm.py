@@ -17,7 +17,10 @@ One cell per ``session_counts`` value: the first N desktops of the pool each get
 The summary: per desktop its ClientOutcome (``login_s``, ``operations``, ``response_s``, the UX band,
 the launcher's reason when it failed), the response-time index (:mod:`labctl.records.rt_index`), and
 the logon waterfall's p50/p95 per phase with the phases no launcher could measure and why
-(:mod:`labctl.scenarios.vdi_logons`); the waterfall's samples are in series.csv. Judged by
+(:mod:`labctl.scenarios.vdi_logons`); the waterfall's samples are in series.csv; per launcher the
+correction its times got onto the controller's clock (``launcher_clock_*``,
+:mod:`labctl.lab.launchers.clock`). A launcher failing every read for ``launcher_unreadable_s``
+breaks the login or steady phase off, a lab fault naming it (:mod:`labctl.scenarios.breakoff`). Judged by
 ``criteria/session_storm.yaml``. The code above the connector is the same on a real pool and on the
 simulated lab (its launchers answer the same protocol from the twin).
 

@@ -192,40 +192,59 @@ def _fast_script(config: Path) -> str:
     return f"env PYTHONPATH={REPO} {sys.executable} {client} {config}"
 
 
-@pytest.fixture(scope="module")
-def shifted(sshd: tuple[int, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShiftedLauncher]:
-    """`labctl launcher serve` with its clock AHEAD_S ahead, reached over sshd."""
+class ShiftedDaemon:
+    """`labctl launcher serve` on ``config`` with its wall clock ``ahead_s`` ahead; stopped by pid."""
+
+    def __init__(self, config: Path, ahead_s: float):
+        work = config.parent
+        main = work / "shifted_main.py"
+        main.write_text(SHIFTED_MAIN)
+        self.log = work / f"{config.stem}-daemon.log"
+        with self.log.open("w") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(main), f"{ahead_s:g}", "launcher", "--config", str(config), "serve"],
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+            )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()  # {"event": "serving", ...} once both servers listen
+        if not line:
+            self.stop()
+            raise AssertionError(f"launcher did not start: {self.log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+def _shifted_lab(work: Path, sshd: tuple[int, Path]) -> ShiftedLauncher:
+    """A launcher configuration in ``work`` and a lab file reaching it over ``sshd``."""
     port, key = sshd
-    work = tmp_path_factory.mktemp("clock")
     cfg = _config(work, zipapp_build.build(work / "labctl-workload.pyz"))
     lab = lab_file(work, port, cfg)
     text = lab.read_text()
     script = f"env PYTHONPATH={REPO} {sys.executable} -m labctl launcher --config {cfg}"
     assert script in text
     lab.write_text(text.replace(script, _fast_script(cfg)))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    main = work / "shifted_main.py"
-    main.write_text(SHIFTED_MAIN)
-    with (work / "daemon.log").open("w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, str(main), f"{AHEAD_S:g}", "launcher", "--config", str(cfg), "serve"],
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-            env=env,
-        )
+    return ShiftedLauncher(cfg, lab, key)
+
+
+@pytest.fixture(scope="module")
+def shifted(sshd: tuple[int, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShiftedLauncher]:
+    """A launcher AHEAD_S ahead, reached over sshd (one daemon for the module's tests)."""
+    s = _shifted_lab(tmp_path_factory.mktemp("clock"), sshd)
+    daemon = ShiftedDaemon(s.config, AHEAD_S)
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # {"event": "serving", ...} once both servers listen
-        assert line, f"launcher did not start: {(work / 'daemon.log').read_text()[-2000:]}"
-        yield ShiftedLauncher(cfg, lab, key)
+        yield s
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        daemon.stop()
 
 
 @dataclass
@@ -239,7 +258,8 @@ class Cell:
     on_progress: Callable[[Progress], None] | None = None
 
     def progress(self, p: Progress) -> None:
-        pass
+        if self.on_progress is not None:
+            self.on_progress(p)
 
     @contextlib.contextmanager
     def step(self, title: str) -> Iterator[None]:
@@ -259,24 +279,26 @@ def _session(s: ShiftedLauncher, monkeypatch: pytest.MonkeyPatch) -> LabSession:
     return LabSession(load_lab(s.lab_file), LabClock(scale=1.0))
 
 
+def _settings(**over: object) -> SessionStormSettings:
+    base: dict[str, object] = {
+        "user_format": "user{n}",
+        "record_sources": [],
+        "login_interval_s": 0.0,
+        "login_timeout_s": 90.0,
+        "login_poll_s": 1.0,
+        "session_poll_s": 1.0,
+        "steady_s": 1.0,
+        "logoff_timeout_s": 30.0,
+    }
+    return SessionStormSettings.model_validate({**base, **over})
+
+
 def test_a_storm_through_a_launcher_40_s_ahead_lands_on_the_controllers_timeline(
     shifted: ShiftedLauncher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = SessionStormSettings.model_validate(
-        {
-            "user_format": "user{n}",
-            "record_sources": [],
-            "login_interval_s": 0.0,
-            "login_timeout_s": 90.0,
-            "login_poll_s": 1.0,
-            "session_poll_s": 1.0,
-            "steady_s": 1.0,
-            "logoff_timeout_s": 30.0,
-        }
-    )
     with _session(shifted, monkeypatch) as lab:
         before = lab.clock.now()
-        result = SessionStorm(1, settings).run(lab, Cell())
+        result = SessionStorm(1, _settings()).run(lab, Cell())
         after = lab.clock.now()
     assert result.lab_faults() == [], result.lab_faults()
     extra = result.extra()
@@ -324,3 +346,39 @@ def test_a_launcher_clock_beyond_the_bound_fails_the_greeting_with_its_name(
     assert "s ahead of the controller (more than 30 s" in errors[LAUNCHER]
     assert "set up NTP" in errors[LAUNCHER]
     assert ls.clock_record() == {}  # nothing was shifted by it
+
+
+def test_session_storm_breaks_off_after_its_own_launcher_unreadable_s(
+    sshd: tuple[int, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """session_storm's own ``launcher_unreadable_s`` (it used to fall back to the 120 s default):
+    its launcher killed in the steady phase, the cell breaks off after the 2 s it was given, naming
+    the launcher, with what the launcher told before kept."""
+    s = _shifted_lab(tmp_path, sshd)
+    daemon = ShiftedDaemon(s.config, 0.0)
+    killed = threading.Event()
+    cell = Cell()
+
+    def kill_in_steady(p: Progress) -> None:  # once the user is on and working
+        if p.phase == "steady" and not killed.is_set():
+            daemon.proc.kill()
+            daemon.proc.wait(timeout=10)
+            killed.set()
+        if p.phase == "restore":  # its sessions cannot be logged off: do not wait out the 300 s
+            cell.abort.set()
+
+    cell.on_progress = kill_in_steady
+
+    try:
+        settings = _settings(steady_s=600.0, logoff_timeout_s=2.0, launcher_unreadable_s=2.0)
+        with _session(s, monkeypatch) as lab:
+            result = SessionStorm(1, settings).run(lab, cell)
+    finally:
+        daemon.stop()
+    assert killed.is_set()
+    assert result.broke_off.startswith(f"steady broke off: launcher {LAUNCHER} unreadable for "), (
+        result.broke_off
+    )
+    assert "(more than 2 s)" in result.broke_off, result.broke_off
+    assert result.window is not None and result.book is not None and result.book.operations
+    assert f"launcher_clock_correction_s.{LAUNCHER}" in result.extra()
