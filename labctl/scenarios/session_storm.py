@@ -31,7 +31,7 @@ hosts only (no array API reachable from the controller) records ``[vcenter]``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field
@@ -100,12 +100,8 @@ class SessionStormSettings(VdiStormSettings):
 
 @dataclass(kw_only=True)
 class SessionStormResult(VdiStormResult):
-    # per launcher the clock correction its times got (labctl.lab.launchers.clock): offset, uncertainty
-    launcher_clocks: dict[str, float | int | str | bool | None] = field(default_factory=dict)
-
     def extra(self) -> dict[str, float | int | str | bool | None]:
         out = super().extra()
-        out.update(self.launcher_clocks)
         for k in ("prebooted_pct", "booted_on_demand"):  # no boot in this plan
             out.pop(k, None)
         logged_on = sum(1 for c in self.clients.values() if c.outcome == "logged_on")
