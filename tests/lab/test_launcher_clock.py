@@ -293,6 +293,7 @@ def _settings(**over: object) -> SessionStormSettings:
     return SessionStormSettings.model_validate({**base, **over})
 
 
+@pytest.mark.integration
 def test_a_storm_through_a_launcher_40_s_ahead_lands_on_the_controllers_timeline(
     shifted: ShiftedLauncher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -331,6 +332,7 @@ def test_a_storm_through_a_launcher_40_s_ahead_lands_on_the_controllers_timeline
     assert {e.state for e in book.latest.values()} == {SessionState.ENDED}
 
 
+@pytest.mark.integration
 def test_a_launcher_clock_beyond_the_bound_fails_the_greeting_with_its_name(
     shifted: ShiftedLauncher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -348,6 +350,7 @@ def test_a_launcher_clock_beyond_the_bound_fails_the_greeting_with_its_name(
     assert ls.clock_record() == {}  # nothing was shifted by it
 
 
+@pytest.mark.integration
 def test_session_storm_breaks_off_after_its_own_launcher_unreadable_s(
     sshd: tuple[int, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
