@@ -17,7 +17,10 @@ One cell per ``session_counts`` value: the first N desktops of the pool each get
 The summary: per desktop its ClientOutcome (``login_s``, ``operations``, ``response_s``, the UX band,
 the launcher's reason when it failed), the response-time index (:mod:`labctl.records.rt_index`), and
 the logon waterfall's p50/p95 per phase with the phases no launcher could measure and why
-(:mod:`labctl.scenarios.vdi_logons`); the waterfall's samples are in series.csv. Judged by
+(:mod:`labctl.scenarios.vdi_logons`); the waterfall's samples are in series.csv; per launcher the
+correction its times got onto the controller's clock (``launcher_clock_*``,
+:mod:`labctl.lab.launchers.clock`). A launcher failing every read for ``launcher_unreadable_s``
+breaks the login or steady phase off, a lab fault naming it (:mod:`labctl.scenarios.breakoff`). Judged by
 ``criteria/session_storm.yaml``. The code above the connector is the same on a real pool and on the
 simulated lab (its launchers answer the same protocol from the twin).
 
@@ -40,9 +43,18 @@ from labctl.lab.session import LabSession
 from labctl.lab.strategy import Goal
 from labctl.records.run_record import Window
 from labctl.scenarios.base import CellContext, Progress
-from labctl.scenarios.breakoff import LAB_ERRORS, break_off
+from labctl.scenarios.breakoff import LAB_ERRORS, StaysUnreadable, break_off
 from labctl.scenarios.common import Phases
-from labctl.scenarios.vdi_sessions import LoginStorm, Pacing, SessionBook, leave_no_session, log_off, work
+from labctl.scenarios.settings import LabSeconds
+from labctl.scenarios.vdi_sessions import (
+    LAUNCHER_UNREADABLE_S,
+    LoginStorm,
+    Pacing,
+    SessionBook,
+    leave_no_session,
+    log_off,
+    work,
+)
 from labctl.scenarios.vdi_storm import VdiStorm, VdiStormResult, VdiStormSettings, cell_desktops
 
 SessionPhase = Literal["login", "steady", "logoff"]
@@ -66,6 +78,12 @@ class SessionStormSettings(VdiStormSettings):
         False,
         description="prepare brings the cell's desktops up through the lab (vCenter) first, unmeasured; "
         "default: taken as up (a pool in use: its broker keeps them up)",
+    )
+    launcher_unreadable_s: LabSeconds = Field(
+        LAUNCHER_UNREADABLE_S,
+        description="a launcher failing every read this many lab seconds breaks the login or steady "
+        "phase off (a lab fault naming it; a launcher whose clock is beyond the bound fails its reads); "
+        "its desktops are not measured from its first failed read",
     )
     record_sources: list[SourceKind] | None = Field(
         None, description="kinds of the lab's sources recorded (default every one the lab offers)"
@@ -162,6 +180,7 @@ class SessionStorm(VdiStorm):
                             st.broker_power_per_min,
                             st.login_poll_s,
                             st.login_timeout_s,
+                            st.launcher_unreadable_s,
                         )
                         storm = LoginStorm(
                             lab, ctx, launchers, book, pacing, workload, booted=desktops, off=[]
@@ -170,7 +189,16 @@ class SessionStorm(VdiStorm):
                         result.users = len(users)
                 elif name == "steady":
                     with phases(ctx, "steady", f"steady state: {st.steady_s:g} s of {workload} work"):
-                        work(lab, ctx, launchers, book, st.steady_s, st.session_poll_s, "steady")
+                        work(
+                            lab,
+                            ctx,
+                            launchers,
+                            book,
+                            st.steady_s,
+                            st.session_poll_s,
+                            "steady",
+                            st.launcher_unreadable_s,
+                        )
                 elif name == "logoff":
                     with phases(ctx, "logoff", "every session logs off"):
                         result.logoff_failed = log_off(
@@ -180,6 +208,9 @@ class SessionStorm(VdiStorm):
             self._index(result)
         except LAB_ERRORS as exc:  # a launcher or vCenter died, the lab failed the cell: said, never lost
             break_off(result, phases, exc)
+            if isinstance(exc, StaysUnreadable):  # what the launchers told before is kept: index, figures
+                result.window = Window(start_ts_s=start, end_ts_s=lab.clock.now())
+                self._index(result)
         finally:
             result.stopped = ctx.stop.is_set()
             if result.window is None and lab.clock.now() > start:
@@ -187,5 +218,6 @@ class SessionStorm(VdiStorm):
             if launchers is not None:
                 if result.book is not None and (result.stopped or result.broke_off):
                     result.logoff_failed = leave_no_session(lab, ctx, launchers, result.book)
+                result.launcher_clocks = launchers.clocks.extra()
                 launchers.close()
         return result

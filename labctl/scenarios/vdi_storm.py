@@ -242,6 +242,8 @@ class VdiStormResult(StormResult):
     figures: list[PhaseFigures] = field(default_factory=list)
     index: rt_index.IndexResult | None = None
     book: SessionBook | None = None
+    # per launcher the correction its times got onto the controller's clock (lab/launchers/clock.py)
+    launcher_clocks: dict[str, float | int | str | bool | None] = field(default_factory=dict)
     login_failures: list[str] = field(default_factory=list)
     logoff_failed: list[str] = field(
         default_factory=list
@@ -311,6 +313,7 @@ class VdiStormResult(StormResult):
             out["saturation_sessions"] = self.index.saturation_sessions
         if self.book is not None:  # the logon waterfall: p50/p95 per phase, unmeasured ones with why
             out.update(vdi_logons.percentiles(self.book.logons.values()))
+        out.update(self.launcher_clocks)
         return out
 
     def summary(self, head: CellHead) -> CellSummary:
@@ -502,6 +505,7 @@ class VdiStorm(Scenario):
             if launchers is not None:
                 if result.stopped and result.book is not None:  # interrupted: no session left behind
                     result.logoff_failed = leave_no_session(lab, ctx, launchers, result.book)
+                result.launcher_clocks = launchers.clocks.extra()
                 launchers.close()
             if not ctx.abort.is_set():  # a second interrupt: no more waiting on the lab
                 result.lab_state = self._lab_state(lab, desktops)

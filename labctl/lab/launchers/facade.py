@@ -11,6 +11,12 @@ machines; the same launcher is called once at a time. Whether a launcher is reac
 through the site agent it is placed at (its ``transport``) is the backend's business alone: the
 scenarios above speak to :class:`Launchers` either way. A launcher that cannot be read names the
 sessions it held, so they are reported, never silently replaced.
+
+Every time a launcher reports is moved onto the controller's clock here (:mod:`.clock`): each
+``hello`` and ``events`` call measures the launcher's clock against its round trip, and the
+scenarios only ever see controller times; :meth:`Launchers.clock_record` says what was applied. A
+launcher whose clock is more than :data:`~labctl.lab.launchers.clock.MAX_OFFSET_S` off fails its
+greeting (and its polls) with a line naming it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from labctl.inventory.vdi import Launcher
 from labctl.lab.context import HasContext, LabContext, context_of
 from labctl.lab.launchers.agent import LauncherRelay
 from labctl.lab.launchers.backend import LauncherBackend
+from labctl.lab.launchers.clock import ClockReading, Clocks, LauncherClock
 from labctl.lab.launchers.model import LogonWaterfall, OperationTime, Refusal, SessionEvent
 from labctl.lab.launchers.registry import backend_for
 
@@ -57,6 +64,7 @@ class Launchers:
         self.owner: dict[str, str] = {}  # session -> launcher
         self.held: dict[str, set[str]] = {ln.name: set() for ln in launchers}  # launcher -> live sessions
         self._locks = {ln.name: threading.Lock() for ln in launchers}
+        self.clocks = Clocks()  # each launcher's clock against the controller's (lab clock)
         self._pool = ThreadPoolExecutor(
             max_workers=min(MAX_PARALLEL, len(launchers)), thread_name_prefix="launch"
         )
@@ -79,7 +87,9 @@ class Launchers:
         def one(ln: Launcher) -> None:
             try:
                 with self._locks[ln.name]:
-                    _, seq = self.backend(ln).hello(ln)
+                    sent = self.ctx.clock.now()
+                    clock_ts, seq = self.backend(ln).hello(ln)
+                    self.clocks.saw(ln.name, ClockReading(sent, clock_ts, self.ctx.clock.now()))
                 self.cursor[ln.name] = seq
             except EndpointError as exc:
                 errors[ln.name] = str(exc)
@@ -113,7 +123,7 @@ class Launchers:
             ln = self.launchers[name]
             try:
                 with self._locks[name]:
-                    got = self.backend(ln).start(ln, mine, workload)
+                    got = [self.clocks.to_controller(r) for r in self.backend(ln).start(ln, mine, workload)]
             except EndpointError as exc:
                 now = self.ctx.clock.now()
                 got = [Refusal(name, d, u, str(exc), now) for d, u in mine]
@@ -136,16 +146,18 @@ class Launchers:
         def one(ln: Launcher) -> None:
             try:
                 with self._locks[ln.name]:
+                    sent = self.ctx.clock.now()
                     batch = self.backend(ln).events(ln, self.cursor.get(ln.name, 0))
+                    self.clocks.saw(ln.name, ClockReading(sent, batch.ts, self.ctx.clock.now()))
             except EndpointError as exc:
                 with lock:
                     out.errors[ln.name] = str(exc) + self._unaccounted(ln.name)
                 return
             with lock:
                 self.cursor[ln.name] = batch.cursor
-                out.sessions.extend(batch.sessions)
-                out.operations.extend(batch.operations)
-                out.logons.extend(batch.logons)
+                out.sessions.extend(map(self.clocks.to_controller, batch.sessions))
+                out.operations.extend(map(self.clocks.to_controller, batch.operations))
+                out.logons.extend(map(self.clocks.to_controller, batch.logons))
 
         list(self._pool.map(one, self.launchers.values()))
         out.sessions.sort(key=lambda e: e.ts)
@@ -187,6 +199,10 @@ class Launchers:
             return ""
         more = f" and {len(ids) - 6} more" if len(ids) > 6 else ""
         return f"; its {len(ids)} session(s) {', '.join(ids[:6])}{more} are unaccounted for"
+
+    def clock_record(self) -> dict[str, LauncherClock]:
+        """Per launcher: its clock's offset, the uncertainty and the correction applied to its times."""
+        return self.clocks.record()
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
