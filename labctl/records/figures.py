@@ -18,7 +18,7 @@ Which figures a cell has:
   aggregates): its ``peak`` and/or ``mean`` over the window, with the series' coverage;
 - per desktop: ``login_s`` mean and max; of a VDI cell's response-time index (:data:`INDEX_FIGURES`):
   its baseline, its session count (the saturation point, else the most sessions run), whether it
-  saturated, and the desktops good and rated (``labctl.report.headline`` reads them back).
+  saturated, and the desktops good, rated and not measured (``labctl.report.headline`` reads them back).
 """
 
 from __future__ import annotations
@@ -105,6 +105,12 @@ INDEX_FIGURES: dict[str, tuple[str, str, Kind, str]] = {  # key -> (kind, statis
         "desktops_rated",
         "count",
         Kind(_NEUTRAL, (), "desktops the index rated"),
+        "desktops",
+    ),
+    "desktops_unmeasured count": (
+        "desktops_unmeasured",
+        "count",
+        Kind(_UP, (), "desktops whose sessions could not be read to the end (in no band)"),
         "desktops",
     ),
 }
@@ -227,6 +233,7 @@ def _index_figures(summary: CellSummary) -> list[Figure]:
         "rt_index saturated": 1.0 if saturated else 0.0,
         "desktops_good count": ri.good,
         "desktops_rated count": ri.good + ri.fair + ri.poor,
+        "desktops_unmeasured count": ri.unmeasured,
     }
     out = []
     for key, value in values.items():

@@ -111,12 +111,14 @@ def headline_from_figures(figures: Mapping[str, Figure]) -> IndexHeadline | None
     baseline = figures.get("rt_index baseline_s")
     good = figures.get("desktops_good count")
     rated = figures.get("desktops_rated count")
+    unmeasured = figures.get("desktops_unmeasured count")  # stored cells: the count, not its cause
     return IndexHeadline(
         saturated.value >= 1,
         int(sessions.value),
         baseline.value if baseline is not None else None,
         int(good.value) if good is not None else 0,
         int(rated.value) if rated is not None else 0,
+        int(unmeasured.value) if unmeasured is not None else 0,
     )
 
 

@@ -70,6 +70,7 @@ PRIORS: dict[tuple[str, str], Prior] = {
     ("rt_index", "saturated"): Prior(0.0, 0.1, "saturated or not is never noise"),
     ("desktops_good", "count"): Prior(0.02, 2.0, "desktops near the good band's edge"),
     ("desktops_rated", "count"): Prior(0.0, 0.1, "the desktops run: a parameter, not a measurement"),
+    ("desktops_unmeasured", "count"): Prior(0.0, 0.1, "a desktop that could not be read is never noise"),
     ("never_booted", "count"): Prior(0.0, 0.1, "a machine that does not boot is never noise"),
     # a peak is one sample: in a storm shorter than a few sample intervals it depends on where the
     # samples fall, so it moves by a large share of itself; a mean over the window moves far less

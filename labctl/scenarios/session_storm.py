@@ -217,7 +217,9 @@ class SessionStorm(VdiStorm):
                 result.window = Window(start_ts_s=start, end_ts_s=lab.clock.now())
             if launchers is not None:
                 if result.book is not None and (result.stopped or result.broke_off):
-                    result.logoff_failed = leave_no_session(lab, ctx, launchers, result.book)
+                    result.logoff_failed = leave_no_session(
+                        lab, ctx, launchers, result.book, st.logoff_timeout_s, st.session_poll_s
+                    )
                 result.launcher_clocks = launchers.clocks.extra()
                 launchers.close()
         return result

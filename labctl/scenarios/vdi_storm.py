@@ -504,7 +504,9 @@ class VdiStorm(Scenario):
                 result.window = Window(start_ts_s=start, end_ts_s=lab.clock.now())
             if launchers is not None:
                 if result.stopped and result.book is not None:  # interrupted: no session left behind
-                    result.logoff_failed = leave_no_session(lab, ctx, launchers, result.book)
+                    result.logoff_failed = leave_no_session(
+                        lab, ctx, launchers, result.book, st.logoff_timeout_s, st.session_poll_s
+                    )
                 result.launcher_clocks = launchers.clocks.extra()
                 launchers.close()
             if not ctx.abort.is_set():  # a second interrupt: no more waiting on the lab

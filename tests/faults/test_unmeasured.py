@@ -15,9 +15,10 @@ import pytest
 
 from labctl.clock import LabClock
 from labctl.lab.launchers import Poll, SessionEvent, SessionState
-from labctl.records.run_record import ResponseIndex
+from labctl.records.figures import _index_figures
+from labctl.records.run_record import CellSummary, ResponseIndex
 from labctl.records.samples import Sample
-from labctl.report.headline import headline_text, index_headline
+from labctl.report.headline import headline_from_figures, headline_text, index_headline
 from labctl.scenarios.breakoff import StaysUnreadable, Unreadable
 from labctl.scenarios.vdi_sessions import SessionBook, work
 
@@ -132,3 +133,15 @@ def test_the_headline_never_counts_a_desktop_it_could_not_read_as_good() -> None
         headline_text(_index(good=3))
         == "not saturated up to 3 sessions (baseline 1.20 s); 3 of 3 desktops good (100 %)"
     )
+
+
+def test_a_stored_cell_says_its_unmeasured_desktops_too() -> None:
+    """`labctl runs` and `compare` read the headline back from a stored cell's key figures: the
+    desktops not measured are among them, so a stored cell never reads as all good either."""
+    ri = _index(good=2, unmeasured=1, points=[], unmeasured_from_s=312.4, unmeasured_why="launcher gone")
+    summary = CellSummary.model_construct(response_index=ri)
+    figures = {f.key: f for f in _index_figures(summary)}
+    assert figures["desktops_unmeasured count"].value == 1.0
+    h = headline_from_figures(figures)
+    assert h is not None and h.unmeasured == 1 and h.good == 2 and h.desktops == 2
+    assert h.text.endswith("; 2 of 2 desktops good (100 %); 1 not measured"), h.text
