@@ -22,16 +22,6 @@ from labctl.launcher.connectors import Connector
 from labctl.launcher.connectors.broker import BrokerLogon
 from labctl.launcher.session import Session
 
-PHASES = (
-    "brokering",
-    "machine_ready",
-    "protocol_connect",
-    "authentication",
-    "profile_load",
-    "group_policy",
-    "shell_ready",
-    "first_operation",
-)
 NOT_HERE = {
     "machine_ready": "the desktop's power-on and readiness are the storm's boot phase (vCenter), not the launcher's",
     "profile_load": "not read on this desktop (Windows: the User Profile Service's logon events, not read yet; Linux has none)",

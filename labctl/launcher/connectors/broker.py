@@ -19,6 +19,18 @@ from typing import Any
 import requests
 
 MAX_SECRET_BYTES = 64 * 1024
+# The launcher's logon waterfall phases, in order (labctl/launcher/waterfall.py fills them), named
+# here where the brokers' clients, which the waterfall imports, can name them.
+PHASES = (
+    "brokering",
+    "machine_ready",
+    "protocol_connect",
+    "authentication",
+    "profile_load",
+    "group_policy",
+    "shell_ready",
+    "first_operation",
+)
 
 
 class BrokerError(RuntimeError):

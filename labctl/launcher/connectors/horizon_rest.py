@@ -32,6 +32,7 @@ import requests
 
 from labctl.launcher.config import BrokerApi
 from labctl.launcher.connectors.broker import (
+    PHASES,
     BrokerError,
     BrokerLogon,
     epoch_ms,
@@ -259,16 +260,9 @@ class HorizonRest:
         segment = self.logon_segment(s.id)
         if segment is not None:
             extra["logon_segment_data"] = segment
-        phases = (
-            "brokering",
-            "machine_ready",
-            "protocol_connect",
-            "authentication",
-            "profile_load",
-            "group_policy",
-            "shell_ready",
-        )
-        return BrokerLogon(BROKER, s.id, {}, {p: NO_PHASES for p in phases}, extra)
+        # every phase of the logon itself; the first workload operation is the workload's to time
+        unmeasured = {p: NO_PHASES for p in PHASES if p != "first_operation"}
+        return BrokerLogon(BROKER, s.id, {}, unmeasured, extra)
 
 
 def session_from(raw: dict[str, Any]) -> HorizonSession:
